@@ -1,0 +1,36 @@
+# The project's two set-up commands: `make run` and `make test` (see README.md).
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test tools clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]' --config-settings editable_mode=compat
+	touch $@
+
+# Node and jq come from the machine (the Node and bash components need them).
+tools:
+	@missing=""; \
+	command -v node >/dev/null 2>&1 || missing="$$missing nodejs"; \
+	command -v jq >/dev/null 2>&1 || missing="$$missing jq"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing$$missing with apt-get"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  else \
+	    echo "missing:$$missing -- install them first, e.g. 'sudo apt-get install$$missing'"; exit 1; \
+	  fi; \
+	fi
+
+run: $(STAMP) tools
+	$(PY) -m host local examples/wordcount/topology.yaml --duration 20
+
+test: $(STAMP) tools
+	$(PY) -m pytest
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The split bolt of the word-count example: [sentence] -> one [word] tuple per word.
+# Each word is anchored to its sentence; the sentence is acked when split returns.
+source "$MULTILANG_SH"
+
+split() {
+    emit_each $1  # = for w in $1; do emit "$w"; done, in one call (this bolt is benchmarked)
+}
+
+set -f  # split words on whitespace only: a word such as `*` must not become file names
+run_bolt split

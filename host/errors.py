@@ -1,0 +1,47 @@
+"""One error hierarchy for the host: every error names where it came from."""
+
+from __future__ import annotations
+
+
+class HostError(Exception):
+    """Base of every error the host reports to the user."""
+
+
+class TopologyError(HostError):
+    """A topology that cannot run. Names the file, the component and the key (exit code 2)."""
+
+    def __init__(self, problem: str, *, file: str | None = None, component: str | None = None,
+                 key: str | None = None):
+        self.problem = problem
+        self.file = file
+        self.component = component
+        self.key = key
+        where = []
+        if file:
+            where.append(str(file))
+        if component:
+            where.append(f"component '{component}'")
+        if key:
+            where.append(f"key '{key}'")
+        super().__init__(": ".join(where + [problem]) if where else problem)
+
+
+class ComponentError(HostError):
+    """Something a running component did wrong: names component, task, pid and what it wrote."""
+
+    def __init__(self, problem: str, *, component: str, task: int, pid: int | None = None,
+                 raw: str | None = None):
+        self.problem = problem
+        self.component = component
+        self.task = task
+        self.pid = pid
+        self.raw = raw
+        text = f"{component}[{task}] pid={pid}: {problem}"
+        if raw:
+            text += f" (wrote {raw})"
+        super().__init__(text)
+
+
+class RoutingError(HostError):
+    """An emit the topology does not allow (undeclared stream, wrong field count, bad direct
+    target). The supervisor turns it into a ComponentError of the emitting task."""

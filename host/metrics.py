@@ -1,0 +1,89 @@
+"""Counters and latency histograms measured at the host boundary. Bounded memory, no I/O."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class LatencyHistogram:
+    """Log-linear buckets: 16 linear sub-buckets per power of two of microseconds, so percentiles
+    are within about 6% whatever the range, in a fixed few KiB."""
+
+    SUB = 16
+
+    __slots__ = ("_counts", "count", "total")
+
+    def __init__(self) -> None:
+        self._counts: dict[int, int] = {}
+        self.count = 0
+        self.total = 0.0
+
+    def record(self, seconds: float) -> None:
+        us = int(seconds * 1e6)
+        if us < self.SUB:
+            index = max(us, 0)
+        else:
+            exp = us.bit_length() - 5  # keep the top 5 bits: 16 sub-buckets per octave
+            index = (exp + 1) * self.SUB + ((us >> exp) - self.SUB)
+        self._counts[index] = self._counts.get(index, 0) + 1
+        self.count += 1
+        self.total += seconds
+
+    @classmethod
+    def _upper_us(cls, index: int) -> float:
+        if index < cls.SUB:
+            return index + 1
+        exp = index // cls.SUB - 1
+        return ((index % cls.SUB) + cls.SUB + 1) << exp
+
+    def percentile(self, p: float) -> float | None:
+        """The p-th percentile (0..100) in milliseconds, or None when empty."""
+        if not self.count:
+            return None
+        rank = max(1, math.ceil(self.count * p / 100))
+        seen = 0
+        for index in sorted(self._counts):
+            seen += self._counts[index]
+            if seen >= rank:
+                return self._upper_us(index) / 1000.0
+        return None  # pragma: no cover
+
+    def mean_ms(self) -> float | None:
+        return self.total / self.count * 1000 if self.count else None
+
+
+@dataclass
+class ComponentStats:
+    tasks: int = 0
+    emitted: int = 0  # emit calls that were routed
+    transferred: int = 0  # tuple copies delivered to bolt tasks
+    executed: int = 0  # input tuples the bolt acked or failed
+    acked: int = 0  # bolts: acks sent; spouts: spout tuples fully acked
+    failed: int = 0  # bolts: fails sent; spouts: spout tuples failed or timed out
+    restarts: int = 0
+    errors: int = 0
+    last_error: str | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict:
+        out = {"tasks": self.tasks, "emitted": self.emitted, "transferred": self.transferred,
+               "executed": self.executed, "acked": self.acked, "failed": self.failed,
+               "restarts": self.restarts, "errors": self.errors}
+        if self.last_error is not None:
+            out["last_error"] = self.last_error
+        if self.metrics:
+            out["metrics"] = self.metrics
+        return out
+
+
+def update_metric(registry: dict[str, Any], name: str, params: Any) -> None:
+    """The `metrics` RPC with no registration in advance: a number (or null, counted as 1) adds
+    to a count; anything else replaces the value (Storm's Count and Assignable shell metrics)."""
+    if params is None or (type(params) in (int, float)):
+        increment = 1 if params is None else params
+        current = registry.get(name, 0)
+        registry[name] = (current if type(current) in (int, float) else 0) + increment
+    else:
+        registry[name] = params

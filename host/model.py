@@ -1,0 +1,89 @@
+"""The topology model: frozen dataclasses built once by a loader, validated, then only read.
+
+Loaders (`host.topology`) build these from our YAML or a Python builder; the runtime (`host.supervisor`,
+`host.router`, `host.context`) reads them. Names follow Storm: component, stream, grouping, task.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+SPOUT: Literal["spout"] = "spout"
+BOLT: Literal["bolt"] = "bolt"
+
+# Grouping types, named as in Storm's Flux (`SHUFFLE`, `FIELDS`, ...), lower-cased.
+SHUFFLE = "shuffle"
+FIELDS = "fields"
+ALL = "all"
+GLOBAL = "global"
+NONE = "none"
+DIRECT = "direct"
+LOCAL_OR_SHUFFLE = "local_or_shuffle"
+PARTIAL_KEY = "partial_key"
+GROUPING_TYPES = (SHUFFLE, FIELDS, ALL, GLOBAL, NONE, DIRECT, LOCAL_OR_SHUFFLE, PARTIAL_KEY)
+GROUPINGS_WITH_FIELDS = (FIELDS, PARTIAL_KEY)
+
+
+@dataclass(frozen=True)
+class Grouping:
+    type: str
+    fields: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Input:
+    """A subscription: this bolt receives `source`'s `stream`, partitioned by `grouping`."""
+
+    source: str
+    stream: str
+    grouping: Grouping
+
+
+@dataclass(frozen=True)
+class Component:
+    id: str
+    kind: str  # SPOUT or BOLT
+    command: tuple[str, ...]
+    # stream id -> declared output field names, in declaration order
+    outputs: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    inputs: tuple[Input, ...] = ()
+    parallelism: int = 1
+    # component-level Storm config (e.g. topology.tick.tuple.freq.secs); overrides topology config
+    config: dict = field(default_factory=dict)
+    cwd: str = "."  # absolute after loading
+    env: dict[str, str] = field(default_factory=dict)  # overlaid on the host's environment
+    serializer: str = "json"
+    heartbeats: bool = True  # off for vendored storm.py <= 0.9.2 (spec §4.7)
+    activate: bool = True  # off for vendored storm.js <= 1.1.1 (spec §5.1)
+
+    @property
+    def is_spout(self) -> bool:
+        return self.kind == SPOUT
+
+
+@dataclass(frozen=True)
+class Topology:
+    name: str
+    components: tuple[Component, ...]
+    config: dict = field(default_factory=dict)
+    source: str | None = None  # the file it was loaded from, for error messages
+
+    def component(self, component_id: str) -> Component:
+        for c in self.components:
+            if c.id == component_id:
+                return c
+        raise KeyError(component_id)
+
+    @property
+    def spouts(self) -> tuple[Component, ...]:
+        return tuple(c for c in self.components if c.kind == SPOUT)
+
+    @property
+    def bolts(self) -> tuple[Component, ...]:
+        return tuple(c for c in self.components if c.kind == BOLT)
+
+    def subscribers(self, source: str, stream: str) -> list[tuple[Component, Input]]:
+        """Every (bolt, input) that receives `source`'s `stream`, in component order."""
+        return [(c, i) for c in self.components for i in c.inputs
+                if i.source == source and i.stream == stream]

@@ -1,0 +1,167 @@
+"""Groupings: which tasks receive a tuple a component emits. Pure, no I/O.
+
+The router is built once per run from the frozen topology and the task numbering; per (source,
+stream) it holds one small chooser per subscribing component, so routing a tuple is a dict lookup
+and a call per subscriber.
+"""
+
+from __future__ import annotations
+
+import random
+import zlib
+from typing import Callable
+
+from multilang.codec import dumps
+
+from .errors import RoutingError
+from .model import (ALL, DIRECT, FIELDS, GLOBAL, LOCAL_OR_SHUFFLE, NONE, PARTIAL_KEY, SHUFFLE,
+                    Topology)
+
+Chooser = Callable[[list], list]
+_KEY_CACHE_LIMIT = 65536
+
+
+def stable_hash(key: object, seed: int = 0) -> int:
+    """A hash that is the same in every process and run (Python's `hash()` of str is salted)."""
+    data = key.encode("utf-8", "surrogatepass") if type(key) is str else dumps(key).encode(
+        "utf-8", "surrogatepass")
+    return zlib.crc32(data, seed)
+
+
+def _shuffle(tasks: list[int]) -> Chooser:
+    # Round robin from a random start: the even spread of Storm's shuffle without a random draw
+    # per tuple.
+    n = len(tasks)
+    state = [random.randrange(n)]
+    singles = [[t] for t in tasks]
+
+    def choose(values: list) -> list:
+        i = state[0] + 1
+        if i >= n:
+            i = 0
+        state[0] = i
+        return singles[i]
+
+    return choose
+
+
+def _key_of(indices: tuple[int, ...]) -> Callable[[list], object]:
+    if len(indices) == 1:
+        i = indices[0]
+        return lambda values: values[i]
+    return lambda values: [values[i] for i in indices]
+
+
+def _fields(tasks: list[int], indices: tuple[int, ...]) -> Chooser:
+    singles = [[t] for t in tasks]
+    n = len(tasks)
+    key_of = _key_of(indices)
+    cache: dict = {}  # str key -> chosen task list: words repeat, hashing them again need not
+
+    def choose(values: list) -> list:
+        key = key_of(values)
+        if type(key) is not str:  # 1, 1.0 and True are equal as dict keys but not as JSON
+            return singles[stable_hash(key) % n]
+        chosen = cache.get(key)
+        if chosen is not None:
+            return chosen
+        chosen = singles[stable_hash(key) % n]
+        if len(cache) >= _KEY_CACHE_LIMIT:
+            cache.clear()
+        cache[key] = chosen
+        return chosen
+
+    return choose
+
+
+def _partial_key(tasks: list[int], indices: tuple[int, ...]) -> Chooser:
+    # Two candidates per key (two independent hashes); the one this grouping has sent fewer tuples
+    # to wins, as in Storm's PartialKeyGrouping.
+    n = len(tasks)
+    sent = [0] * n
+    singles = [[t] for t in tasks]
+    key_of = _key_of(indices)
+
+    def choose(values: list) -> list:
+        key = key_of(values)
+        a = stable_hash(key) % n
+        b = stable_hash(key, 0x9E3779B9) % n
+        i = a if sent[a] <= sent[b] else b
+        sent[i] += 1
+        return singles[i]
+
+    return choose
+
+
+class Route:
+    """Where one (source, stream) goes: non-direct choosers and the tasks allowed as direct
+    targets."""
+
+    __slots__ = ("field_count", "choosers", "direct_tasks", "has_direct")
+
+    def __init__(self, field_count: int):
+        self.field_count = field_count
+        self.choosers: list[Chooser] = []
+        self.direct_tasks: set[int] = set()
+        self.has_direct = False
+
+
+class Router:
+    def __init__(self, topology: Topology, component_tasks: dict[str, list[int]]):
+        self._routes: dict[tuple[str, str], Route] = {}
+        for comp in topology.components:
+            for stream, fields in comp.outputs.items():
+                route = Route(len(fields))
+                for target, inp in topology.subscribers(comp.id, stream):
+                    tasks = sorted(component_tasks[target.id])
+                    g = inp.grouping
+                    indices = tuple(fields.index(f) for f in g.fields)
+                    if g.type == DIRECT:
+                        route.has_direct = True
+                        route.direct_tasks.update(tasks)
+                    elif g.type in (SHUFFLE, LOCAL_OR_SHUFFLE, NONE):
+                        route.choosers.append(_shuffle(tasks))
+                    elif g.type == FIELDS:
+                        route.choosers.append(_fields(tasks, indices))
+                    elif g.type == GLOBAL:
+                        lowest = [tasks[0]]
+                        route.choosers.append(lambda values, lowest=lowest: lowest)
+                    elif g.type == ALL:
+                        route.choosers.append(lambda values, tasks=tasks: tasks)
+                    elif g.type == PARTIAL_KEY:
+                        route.choosers.append(_partial_key(tasks, indices))
+                    else:  # the loader validates groupings; this is a bug, not user input
+                        raise AssertionError(f"unknown grouping {g.type!r}")
+                self._routes[(comp.id, stream)] = route
+
+    def _route(self, source: str, stream: str, values: list) -> Route:
+        route = self._routes.get((source, stream))
+        if route is None:
+            raise RoutingError(f"emit to stream '{stream}', which '{source}' does not declare")
+        if len(values) != route.field_count:
+            raise RoutingError(
+                f"emit of {len(values)} values to stream '{stream}', which declares "
+                f"{route.field_count} fields")
+        return route
+
+    def targets(self, source: str, stream: str, values: list) -> list[int]:
+        """The tasks a regular (non-direct) emit goes to, in subscriber order."""
+        route = self._route(source, stream, values)
+        if route.has_direct:
+            raise RoutingError(f"regular emit to stream '{stream}', which a bolt subscribes to "
+                               "with direct grouping (use a direct emit)")
+        choosers = route.choosers
+        if len(choosers) == 1:
+            return choosers[0](values)
+        out: list[int] = []
+        for choose in choosers:
+            out.extend(choose(values))
+        return out
+
+    def direct_target(self, source: str, stream: str, values: list, task: int) -> int:
+        """Check a direct emit to `task`; returns the task."""
+        route = self._route(source, stream, values)
+        if task not in route.direct_tasks:
+            raise RoutingError(f"direct emit to task {task}, which does not subscribe to "
+                               f"'{source}' stream '{stream}' with direct grouping")
+        return task

@@ -1,0 +1,31 @@
+"""Storm's multilang protocol: typed messages and codec (`multilang.messages`, `multilang.codec`)
+and the Python client library for writing spouts and bolts:
+
+```python
+from multilang import BasicBolt, Spout, Bolt, Tuple, INFO
+```
+
+The client classes are loaded on first use, so that `import multilang.codec` (what the host does)
+does not pull in the client.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .messages import DEBUG, ERROR, INFO, TRACE, WARN
+
+if TYPE_CHECKING:
+    from .client import BasicBolt, Bolt, Spout, Tuple
+
+__all__ = ["Bolt", "BasicBolt", "Spout", "Tuple", "TRACE", "DEBUG", "INFO", "WARN", "ERROR"]
+
+_CLIENT_NAMES = frozenset({"Bolt", "BasicBolt", "Spout", "Tuple"})
+
+
+def __getattr__(name: str):
+    if name in _CLIENT_NAMES:
+        from . import client
+
+        return getattr(client, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

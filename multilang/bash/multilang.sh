@@ -1,0 +1,701 @@
+# shellcheck shell=bash
+# multilang.sh: write Storm multilang bolts and spouts as bash functions.
+#
+# The host sets MULTILANG_SH to this file. A component sources it, defines a function and hands
+# it to a runner; the library owns the loop, the handshake, heartbeats, acks and all protocol I/O.
+#
+#   #!/usr/bin/env bash
+#   source "$MULTILANG_SH"
+#   split() {                    # once per tuple; $1.. are the tuple's values
+#     local w
+#     for w in $1; do emit "$w"; done
+#   }
+#   set -f                       # `for w in $1` must not glob-expand a word such as `*`
+#   run_bolt split
+#
+# RUNNERS (both return only at the end: they exit 0 when the host closes stdin)
+#   run_bolt FN        "Basic" bolt: FN is called once per tuple with the tuple's values as $1..;
+#                      every emit made meanwhile is anchored to that tuple; the tuple is acked when
+#                      FN returns 0, failed when it returns non-zero (and an `error` naming FN and
+#                      the status is sent). The bolt keeps running either way.
+#   run_bolt -m FN     Manual bolt: emits are still anchored to the current tuple, but acking is
+#                      yours (`ack` / `fail`, now or later by id). A non-zero return still sends an
+#                      `error` and fails the current tuple unless you acked or failed it already.
+#   run_spout NEXT_FN [ACK_FN] [FAIL_FN]
+#                      NEXT_FN is called for every `next` and emits zero or more tuples (usually
+#                      with `emit_id`); with nothing to emit it just returns (the host backs off).
+#                      ACK_FN / FAIL_FN get the message id as $1. Every command is answered with
+#                      sync after the function returns; a non-zero return sends an `error`.
+#
+# OPTIONAL HOOKS (plain functions; called when they are defined at the time the runner starts)
+#   on_init CONF_JSON CONTEXT_JSON   after the handshake (pid already sent); non-zero = exit 1
+#   on_tick FREQ                     bolts: tick tuples (MULTILANG_TUPLE_* set); the library acks
+#                                    the tick (fails it, with an `error`, on a non-zero return)
+#   on_activate / on_deactivate      spouts: the host's activate / deactivate commands
+#
+# VALUES: strings arrive raw (any bytes but NUL, which bash variables cannot hold, so NULs are
+# dropped); numbers, booleans, null, arrays and objects arrive as their JSON text ("3", "true",
+# "null", "[1,2]"). jq 1.6 reads numbers as doubles: integers beyond 2^53 lose precision.
+# `emit` sends every value as a JSON string; use `emit_json` (or `emit_with --json`) for numbers.
+#
+# EMITTING (bolts: anchored to the current tuple; all: "need_task_ids": false unless asked)
+#   emit VALUE...                 one tuple on the default stream; values are taken as strings and
+#                                 never as options, so a word such as `-n` or `--` is safe
+#   emit_each VALUE...            one single-value tuple per argument (a fast splitter)
+#   emit_id ID VALUE...           spouts: a tuple with message id ID (a string); ack/fail get it
+#   emit_json JSON_ARRAY          the tuple as raw JSON text, e.g. emit_json '["w", 3]'
+#   emit_with [OPTIONS] [--] [VALUE...]
+#       -s|--stream STREAM        a named stream
+#       -d|--direct TASK          direct emit to task TASK (never gets a task-id reply)
+#       -i|--id ID                message id (a string); -I|--id-json JSON: any JSON value
+#       -a|--anchor TUPLE_ID      anchor to this tuple id (repeatable; replaces the automatic one)
+#       -u|--unanchored           no anchors at all
+#       -j|--json JSON_ARRAY      the tuple as raw JSON text (then no VALUE arguments)
+#       -T|--task-ids             wait for the host's reply and store it in MULTILANG_TASK_IDS
+#                                 (an array); host messages arriving meanwhile are handled later
+#   json_quote VAR STRING         sets VAR to STRING as a JSON string literal (to build arrays)
+#
+# OTHER MESSAGES
+#   ack [TUPLE_ID] / fail [TUPLE_ID]   default: the current tuple (manual bolts)
+#   log MSG [LEVEL]                    LEVEL 0..4 or trace|debug|info|warn|error (default info)
+#   error MSG                          reported by the host as a component error
+#   metrics NAME [PARAMS_JSON]         a metric update (PARAMS_JSON default null)
+#   multilang_flush                    write what is buffered now (normally done before each read)
+#
+# VARIABLES
+#   after the handshake: MULTILANG_CONF_JSON, MULTILANG_CONTEXT_JSON (JSON text),
+#     MULTILANG_CONF[key] (top-level conf values: strings raw, the rest as JSON text),
+#     MULTILANG_TASK_COMPONENT[task] (context task->component), MULTILANG_TASKID,
+#     MULTILANG_COMPONENTID, MULTILANG_PID_DIR
+#   while handling a tuple: MULTILANG_TUPLE_ID, MULTILANG_TUPLE_COMPONENT (source component),
+#     MULTILANG_TUPLE_STREAM, MULTILANG_TUPLE_TASK (source task)
+#   in spout ack/fail hooks: MULTILANG_MSG_ID_JSON (the message id exactly as JSON)
+#   after emit_with -T: MULTILANG_TASK_IDS (array of task ids)
+#
+# RULES OF THE HOUSE
+# * stdout belongs to the protocol: after sourcing, fd 1 is the component's stderr (so `echo`
+#   lands in the host's log) and fd 0 is /dev/null. Use `log` for messages meant for the host.
+# * Messages are buffered and written with one printf before the library blocks on a read
+#   (call multilang_flush to send logs early from a long-running function).
+# * Parsing uses one long-lived jq coprocess (no process per tuple) reading stdin. It is killed
+#   when the script exits; if you replace the EXIT trap, call multilang_cleanup from yours.
+#   Background processes you start inherit the protocol pipe: one that outlives the script
+#   hides the script's exit from the host until it ends too.
+# * Do not change LC_ALL / LC_CTYPE globally after the runner started (lengths in the jq ->
+#   bash encoding are counted in the locale that was active then).
+# * A function called by the library runs in a condition context, so `set -e` does not stop it
+#   half-way; return a non-zero status yourself to fail a tuple. (`set -u` errors and `exit`
+#   still end the whole script: that is bash.)
+# * `for w in $1` splits on IFS and also expands globs: use `set -f` in a splitter.
+# * Public names: run_bolt run_spout emit emit_each emit_id emit_json emit_with json_quote ack
+#   fail log error metrics multilang_flush multilang_cleanup, the hooks above and MULTILANG_*.
+#   Redefining log or error is harmless to the library. Names starting with _ml_ / _ML_ are
+#   private.
+
+if [[ -n ${_ML_SOURCED-} ]]; then
+    return 0
+fi
+_ML_SOURCED=1
+
+# Keep the protocol pipes on private fds and give user code harmless ones: a stray `echo` must
+# not corrupt the protocol, and nothing but jq may consume the host's messages.
+exec {_ML_OUT}>&1 {_ML_IN}<&0 1>&2 0</dev/null
+
+_ML_END=$'\nend\n'
+_ML_SYNC='{"command":"sync"}'$_ML_END
+_ML_NO_ANCHOR=',"need_task_ids":false'
+_ML_BS2='\\'      # replacement texts, quoted where used so that patsub_replacement cannot touch them
+_ML_BSQ='\"'
+_ML_BSN='\n'
+_ML_BST='\t'
+_ML_BSR='\r'
+_ML_BUF=''          # messages produced since the last write
+_ML_SUFFIX=$_ML_NO_ANCHOR  # what `emit` appends: anchors (in a bolt tuple) and need_task_ids
+_ML_ANCHOR=''       # JSON text of the current tuple's id, '' outside a tuple
+_ML_DONE=0          # the current tuple was acked or failed by the user
+_ML_STASH=()        # messages read while waiting for task ids, handled afterwards
+_ML_STASH_HEAD=0
+_ML_JQPID=''
+_ML_FROM_JQ=''
+_ML_ROLE=''
+_ML_SHOOK=0          # the handshake was seen
+_ML_FN=''           # the user's functions, for the message handlers
+_ML_MANUAL=0
+_ML_TICK=''
+_ML_NEXT=''
+_ML_ACK=''
+_ML_FAIL=''
+_ML_ACTIVATE=''
+_ML_DEACTIVATE=''
+MULTILANG_TUPLE_ID=''
+MULTILANG_TUPLE_COMPONENT=''
+MULTILANG_TUPLE_STREAM=''
+MULTILANG_TUPLE_TASK=''
+MULTILANG_MSG_ID_JSON=''
+MULTILANG_TASK_IDS=()
+declare -gA MULTILANG_CONF=() MULTILANG_TASK_COMPONENT=()
+
+# The jq side of the pipe. jq reads the host's stdin itself (lines up to `end`) and turns each
+# message into one bash command: a handler name and its arguments, every argument quoted with
+# @sh, so evaluating it is safe whatever bytes the values hold. Each command is preceded by its
+# length in 10 decimal digits, counted in the unit bash counts in (bytes, or characters in a
+# UTF-8 locale): bash reads a whole message with `read -N`, one syscall, and `eval`s it, so no
+# per-field parsing happens in bash. Handlers: _ml_S handshake, _ml_T tuple, _ml_H heartbeat,
+# _ml_K tick, _ml_C spout command, _ml_I task ids, _ml_X a message we cannot use.
+# shellcheck disable=SC2016
+_ML_JQ_PROGRAM='
+def clean: if type == "string" then (if index("\u0000") then split("\u0000") | join("") else . end)
+           else tojson end;
+def call($handler; $args):
+  ($handler + " " + ($args | map(clean) | @sh)) as $code
+  | ($code | if $bytes then utf8bytelength else length end | tostring) as $n
+  | "0000000000"[($n | length):] + $n + $code;
+def msg:
+  if type == "array" then call("_ml_I"; .)
+  elif type != "object" then call("_ml_X"; ["unexpected host message: " + tojson])
+  elif has("tuple") then
+    if .task == -1 and .stream == "__heartbeat" then call("_ml_H"; [])
+    else call(if .task == -1 and .stream == "__tick" then "_ml_K" else "_ml_T" end;
+              [.id, (.id | tojson), (.comp // ""), .stream, .task] + .tuple)
+    end
+  elif has("command") then call("_ml_C"; [.command, .id, (.id | tojson)])
+  elif has("pidDir") then
+    (.conf // {}) as $c | (.context // {}) as $x
+    | [$c | to_entries[] | select(.key != "") | .key, .value] as $cp
+    | [($x["task->component"] // {}) | to_entries[] | .key, .value] as $tp
+    | call("_ml_S"; [.pidDir, ($c | tojson), ($x | tojson), ($x.taskid // ""),
+                     ($x.componentid // ""), ($cp | length / 2)] + $cp + $tp)
+  else call("_ml_X"; ["unrecognised host message: " + tojson])
+  end;
+foreach inputs as $line ({};
+  if $line == "end" then {out: .buf}
+  else {buf: ((if .buf then .buf + "\n" else "" end) + $line)} end;
+  .out // empty)
+| . as $raw
+| try (fromjson | msg)
+  catch call("_ml_X"; ["cannot read a host message (" + . + "): " + $raw[0:300]])
+'
+
+# ---- output -------------------------------------------------------------------------------------
+
+multilang_flush() {
+    if [[ -n $_ML_BUF ]]; then
+        printf '%s' "$_ML_BUF" >&"$_ML_OUT"
+        _ML_BUF=''
+    fi
+}
+
+# $1 -> _ML_J, a JSON string literal. Pure bash, and plain strings take one pattern test.
+_ml_quote() {
+    case $1 in
+        *[\"\\[:cntrl:]]*) local s=$1; _ml_escape; _ML_J=\"$s\" ;;
+        *) _ML_J=\"$1\" ;;
+    esac
+}
+
+# Escapes the caller's local `s` for JSON: \ and " always, control characters as \n \t \r or
+# \u00XX (the rarer ones in a slower loop).
+_ml_escape() {
+    s=${s//\\/"$_ML_BS2"}
+    s=${s//\"/"$_ML_BSQ"}
+    case $s in
+        *[[:cntrl:]]*)
+            s=${s//$'\n'/"$_ML_BSN"}
+            s=${s//$'\t'/"$_ML_BST"}
+            s=${s//$'\r'/"$_ML_BSR"}
+            local pre c u
+            while [[ $s == *[[:cntrl:]]* ]]; do
+                pre=${s%%[[:cntrl:]]*}
+                c=${s:${#pre}:1}
+                printf -v u '\\u%04x' "'$c"
+                s=${s//"$c"/"$u"}
+            done ;;
+    esac
+}
+
+json_quote() {
+    _ml_quote "$2"
+    printf -v "$1" '%s' "$_ML_J"
+}
+
+# "$@" -> _ML_J, a JSON array of strings.
+_ml_values() {
+    local s t=''
+    for s; do
+        case $s in *[\"\\[:cntrl:]]*) _ml_escape ;; esac
+        t+=,\"$s\"
+    done
+    _ML_J="[${t:1}]"
+}
+
+emit() {
+    if (( $# == 1 )); then  # the usual case, kept to two bash statements
+        case $1 in
+            *[\"\\[:cntrl:]]*) _ml_quote "$1"
+                _ML_BUF+="{\"command\":\"emit\",\"tuple\":[$_ML_J]$_ML_SUFFIX}$_ML_END" ;;
+            *) _ML_BUF+="{\"command\":\"emit\",\"tuple\":[\"$1\"]$_ML_SUFFIX}$_ML_END" ;;
+        esac
+    else
+        _ml_values "$@"
+        _ML_BUF+="{\"command\":\"emit\",\"tuple\":$_ML_J$_ML_SUFFIX}$_ML_END"
+    fi
+}
+
+emit_each() {
+    local s
+    for s; do
+        case $s in *[\"\\[:cntrl:]]*) _ml_escape ;; esac
+        _ML_BUF+="{\"command\":\"emit\",\"tuple\":[\"$s\"]$_ML_SUFFIX}$_ML_END"
+    done
+}
+
+emit_id() {
+    if (( $# < 1 )); then
+        _ml_usage "emit_id ID VALUE..."
+        return 2
+    fi
+    _ml_quote "$1"
+    local id=$_ML_J
+    shift
+    _ml_values "$@"
+    _ML_BUF+="{\"command\":\"emit\",\"tuple\":$_ML_J,\"id\":$id$_ML_SUFFIX}$_ML_END"
+}
+
+emit_json() {
+    if (( $# != 1 )); then
+        _ml_usage "emit_json JSON_ARRAY"
+        return 2
+    fi
+    _ML_BUF+="{\"command\":\"emit\",\"tuple\":$1$_ML_SUFFIX}$_ML_END"
+}
+
+emit_with() {
+    local stream='' task='' id='' anchors='' own_anchors=0 want=0 tuple='' have_tuple=0
+    while (( $# )); do
+        case $1 in
+            -s|--stream|-d|--direct|-i|--id|-I|--id-json|-a|--anchor|-j|--json)
+                if (( $# < 2 )); then
+                    _ml_usage "emit_with: $1 needs a value"
+                    return 2
+                fi ;;
+        esac
+        case $1 in
+            -s|--stream) _ml_quote "$2"; stream=$_ML_J; shift 2 ;;
+            -d|--direct)
+                if [[ ! $2 =~ ^-?[0-9]+$ ]]; then
+                    _ml_usage "emit_with: --direct needs a task id, got '$2'"
+                    return 2
+                fi
+                task=$2; shift 2 ;;
+            -i|--id) _ml_quote "$2"; id=$_ML_J; shift 2 ;;
+            -I|--id-json) id=$2; shift 2 ;;
+            -a|--anchor) _ml_quote "$2"; anchors+=,$_ML_J; own_anchors=1; shift 2 ;;
+            -u|--unanchored) anchors=''; own_anchors=1; shift ;;
+            -j|--json) tuple=$2; have_tuple=1; shift 2 ;;
+            -T|--task-ids) want=1; shift ;;
+            --) shift; break ;;
+            -*) _ml_usage "emit_with: unknown option '$1' (values go after --)"; return 2 ;;
+            *) break ;;
+        esac
+    done
+    if (( have_tuple )); then
+        if (( $# )); then
+            _ml_usage "emit_with: give either --json or values, not both"
+            return 2
+        fi
+    else
+        _ml_values "$@"
+        tuple=$_ML_J
+    fi
+    local m="{\"command\":\"emit\",\"tuple\":$tuple"
+    [[ -z $stream ]] || m+=",\"stream\":$stream"
+    [[ -z $task ]] || m+=",\"task\":$task"
+    [[ -z $id ]] || m+=",\"id\":$id"
+    if [[ $_ML_ROLE == bolt ]]; then  # spouts have no anchors
+        if (( own_anchors )); then
+            [[ -z $anchors ]] || m+=",\"anchors\":[${anchors:1}]"
+        elif [[ -n $_ML_ANCHOR ]]; then
+            m+=",\"anchors\":[$_ML_ANCHOR]"
+        fi
+    fi
+    if (( ! want )); then
+        _ML_BUF+="$m,\"need_task_ids\":false}$_ML_END"
+    elif [[ -n $task ]]; then  # the host never answers a direct emit: the answer is known
+        _ML_BUF+="$m,\"need_task_ids\":false}$_ML_END"
+        MULTILANG_TASK_IDS=("$task")
+    else
+        _ML_BUF+="$m}$_ML_END"
+        _ml_await_task_ids
+    fi
+}
+
+# Reads until the task-id list arrives; other messages are stashed for the main loop, in order.
+# Stashed messages are older than anything jq still holds, and never a task-id list.
+_ml_await_task_ids() {
+    while true; do
+        multilang_flush
+        if ! _ml_read_jq; then
+            _ml_eof  # the host is gone: nobody will answer
+        fi
+        if [[ $_ML_MSG == "_ml_I "* ]]; then
+            eval "$_ML_MSG"
+            return 0
+        fi
+        _ML_STASH+=("$_ML_MSG")
+    done
+}
+
+ack() {
+    local id
+    if (( $# )); then
+        _ml_quote "$1"
+        id=$_ML_J
+    elif [[ -n $_ML_ANCHOR ]]; then
+        id=$_ML_ANCHOR
+    else
+        _ml_usage "ack: no current tuple; give a tuple id"
+        return 2
+    fi
+    if [[ $id == "$_ML_ANCHOR" ]]; then
+        _ML_DONE=1
+    fi
+    _ML_BUF+="{\"command\":\"ack\",\"id\":$id}$_ML_END"
+}
+
+fail() {
+    local id
+    if (( $# )); then
+        _ml_quote "$1"
+        id=$_ML_J
+    elif [[ -n $_ML_ANCHOR ]]; then
+        id=$_ML_ANCHOR
+    else
+        _ml_usage "fail: no current tuple; give a tuple id"
+        return 2
+    fi
+    if [[ $id == "$_ML_ANCHOR" ]]; then
+        _ML_DONE=1
+    fi
+    _ML_BUF+="{\"command\":\"fail\",\"id\":$id}$_ML_END"
+}
+
+# The public log / error are wrappers, so that a component that defines its own `log` or
+# `error` (a common name in scripts) does not break the library's reporting.
+log() { _ml_log "$@"; }
+error() { _ml_error "$@"; }
+
+_ml_log() {
+    local level=${2-2}
+    case $level in
+        0|1|2|3|4) ;;
+        trace|TRACE) level=0 ;;
+        debug|DEBUG) level=1 ;;
+        warn|WARN|warning|WARNING) level=3 ;;
+        error|ERROR) level=4 ;;
+        *) level=2 ;;
+    esac
+    _ml_quote "${1-}"
+    _ML_BUF+="{\"command\":\"log\",\"msg\":$_ML_J,\"level\":$level}$_ML_END"
+}
+
+_ml_error() {
+    _ml_quote "${1-}"
+    _ML_BUF+="{\"command\":\"error\",\"msg\":$_ML_J}$_ML_END"
+}
+
+metrics() {
+    if (( $# < 1 )) || [[ -z $1 ]]; then
+        _ml_usage "metrics NAME [PARAMS_JSON]"
+        return 2
+    fi
+    _ml_quote "$1"
+    _ML_BUF+="{\"command\":\"metrics\",\"name\":$_ML_J,\"params\":${2:-null}}$_ML_END"
+}
+
+# A programming error in the component: told on stderr and in the host's log.
+_ml_usage() {
+    printf 'multilang.sh: usage: %s\n' "$1" >&2
+    _ml_log "multilang.sh: usage: $1" 4
+}
+
+# ---- input --------------------------------------------------------------------------------------
+
+# The next command from jq -> _ML_MSG; status 1 at the end of input.
+_ml_read_jq() {
+    local len
+    IFS= read -r -N 10 -u "$_ML_FROM_JQ" len || return 1
+    IFS= read -r -N "$((10#$len))" -u "$_ML_FROM_JQ" _ML_MSG || return 1
+}
+
+# The main loop of both runners: write what is buffered, take the next message (stashed ones
+# first) and run its handler. Returns at the end of input.
+_ml_loop() {
+    local _ml_len
+    while true; do
+        if [[ -n $_ML_BUF ]]; then
+            printf '%s' "$_ML_BUF" >&"$_ML_OUT"
+            _ML_BUF=''
+        fi
+        if (( _ML_STASH_HEAD < ${#_ML_STASH[@]} )); then
+            _ML_MSG=${_ML_STASH[_ML_STASH_HEAD]}
+            _ML_STASH_HEAD=$((_ML_STASH_HEAD + 1))
+            if (( _ML_STASH_HEAD == ${#_ML_STASH[@]} )); then
+                _ML_STASH=()
+                _ML_STASH_HEAD=0
+            fi
+        else
+            IFS= read -r -N 10 -u "$_ML_FROM_JQ" _ml_len || return 0
+            IFS= read -r -N "$((10#$_ml_len))" -u "$_ML_FROM_JQ" _ML_MSG || return 0
+        fi
+        eval "$_ML_MSG"
+    done
+}
+
+# ---- message handlers (called by eval; every one returns 0) -------------------------------------
+
+# A bolt tuple: $1 id, $2 id as JSON, $3 source component, $4 stream, $5 source task, $6.. values.
+_ml_T() {
+    if [[ $_ML_ROLE != bolt ]]; then
+        _ml_unexpected "a tuple on stream '$4'"
+        return 0
+    fi
+    # One command per group of assignments: bash pays per command, and this runs per tuple.
+    MULTILANG_TUPLE_ID=$1 _ML_ANCHOR=$2 MULTILANG_TUPLE_COMPONENT=$3 MULTILANG_TUPLE_STREAM=$4 \
+        MULTILANG_TUPLE_TASK=$5 _ML_SUFFIX=",\"anchors\":[$2],\"need_task_ids\":false" _ML_DONE=0
+    shift 5
+    local _ml_rc=0
+    "$_ML_FN" "$@" || _ml_rc=$?
+    if (( _ml_rc )); then
+        _ml_error "$_ML_FN returned status $_ml_rc for tuple $MULTILANG_TUPLE_ID"
+        (( _ML_DONE )) || _ML_BUF+="{\"command\":\"fail\",\"id\":$_ML_ANCHOR}$_ML_END"
+    elif (( ! _ML_DONE && ! _ML_MANUAL )); then
+        _ML_BUF+="{\"command\":\"ack\",\"id\":$_ML_ANCHOR}$_ML_END"
+    fi
+    _ML_ANCHOR='' _ML_SUFFIX=$_ML_NO_ANCHOR
+}
+
+_ml_H() {
+    if [[ $_ML_ROLE == bolt ]]; then
+        _ML_BUF+=$_ML_SYNC
+    else
+        _ml_unexpected "a heartbeat tuple"
+    fi
+}
+
+# A tick: the hook runs unanchored, and the library settles the tick itself.
+_ml_K() {
+    if [[ $_ML_ROLE != bolt ]]; then
+        _ml_unexpected "a tick tuple"
+        return 0
+    fi
+    local _ml_rc=0 _ml_id=$2
+    MULTILANG_TUPLE_ID=$1
+    MULTILANG_TUPLE_COMPONENT=$3
+    MULTILANG_TUPLE_STREAM=$4
+    MULTILANG_TUPLE_TASK=$5
+    shift 5
+    if [[ -n $_ML_TICK ]]; then
+        "$_ML_TICK" "$@" || _ml_rc=$?
+    fi
+    if (( _ml_rc )); then
+        _ml_error "$_ML_TICK returned status $_ml_rc for tick tuple $MULTILANG_TUPLE_ID"
+        _ML_BUF+="{\"command\":\"fail\",\"id\":$_ml_id}$_ML_END"
+    else
+        _ML_BUF+="{\"command\":\"ack\",\"id\":$_ml_id}$_ML_END"
+    fi
+}
+
+# A spout command: $1 the command, $2 its id (raw string, or JSON text), $3 the id as JSON.
+_ml_C() {
+    if [[ $_ML_ROLE != spout ]]; then
+        _ml_unexpected "the spout command '$1'"
+        return 0
+    fi
+    case $1 in
+        next) _ml_call "$_ML_NEXT" ;;
+        ack) MULTILANG_MSG_ID_JSON=$3; _ml_call "$_ML_ACK" "$2" ;;
+        fail) MULTILANG_MSG_ID_JSON=$3; _ml_call "$_ML_FAIL" "$2" ;;
+        activate) _ml_call "$_ML_ACTIVATE" ;;
+        deactivate) _ml_call "$_ML_DEACTIVATE" ;;
+        *) _ml_log "multilang.sh: unknown spout command '$1', ignored" 3 ;;
+    esac
+    _ML_BUF+=$_ML_SYNC
+}
+
+_ml_I() {
+    MULTILANG_TASK_IDS=("$@")
+    if [[ ${FUNCNAME[1]-} != _ml_await_task_ids ]]; then
+        _ml_log "multilang.sh: unexpected task-id list [$*] (no emit is waiting for one)" 3
+    fi
+}
+
+_ml_S() {
+    if (( _ML_SHOOK )); then
+        _ml_unexpected "a second handshake"
+        return 0
+    fi
+    _ML_SHOOK=1
+    MULTILANG_PID_DIR=$1
+    MULTILANG_CONF_JSON=$2
+    MULTILANG_CONTEXT_JSON=$3
+    MULTILANG_TASKID=$4
+    MULTILANG_COMPONENTID=$5
+    local n=$6
+    shift 6
+    while (( n > 0 )); do
+        MULTILANG_CONF[$1]=$2
+        shift 2
+        n=$((n - 1))
+    done
+    while (( $# >= 2 )); do
+        MULTILANG_TASK_COMPONENT[$1]=$2
+        shift 2
+    done
+}
+
+_ml_X() {
+    _ml_log "multilang.sh: $1" 3
+}
+
+_ml_unexpected() {
+    _ml_log "multilang.sh: a $_ML_ROLE received $1, ignored" 3
+}
+
+# Calls an optional hook ($1 may be empty); a non-zero status becomes an `error`.
+_ml_call() {
+    local _ml_f=$1 _ml_rc=0
+    [[ -n $_ml_f ]] || return 0
+    shift
+    "$_ml_f" "$@" || _ml_rc=$?
+    if (( _ml_rc )); then
+        _ml_error "$_ml_f returned status $_ml_rc"
+    fi
+    return 0
+}
+
+# ---- runners ------------------------------------------------------------------------------------
+
+run_bolt() {
+    if [[ ${1-} == -m ]]; then
+        _ML_MANUAL=1
+        shift
+    fi
+    if (( $# != 1 )); then
+        printf 'multilang.sh: usage: run_bolt [-m] FUNCTION\n' >&2
+        exit 2
+    fi
+    _ML_ROLE=bolt
+    _ML_FN=$1
+    if declare -F on_tick >/dev/null; then
+        _ML_TICK=on_tick
+    fi
+    _ml_start "$_ML_FN"
+    _ml_loop
+    _ml_eof
+}
+
+run_spout() {
+    if (( $# < 1 || $# > 3 )); then
+        printf 'multilang.sh: usage: run_spout NEXT_FUNCTION [ACK_FUNCTION] [FAIL_FUNCTION]\n' >&2
+        exit 2
+    fi
+    _ML_ROLE=spout
+    _ML_NEXT=$1
+    _ML_ACK=${2-}
+    _ML_FAIL=${3-}
+    if declare -F on_activate >/dev/null; then
+        _ML_ACTIVATE=on_activate
+    fi
+    if declare -F on_deactivate >/dev/null; then
+        _ML_DEACTIVATE=on_deactivate
+    fi
+    _ml_start "$@"
+    _ml_loop
+    _ml_eof
+}
+
+# Starts jq, does the handshake, calls on_init. The arguments name the user's functions.
+_ml_start() {
+    if [[ -n $_ML_JQPID ]]; then
+        printf 'multilang.sh: run_bolt / run_spout can be called only once\n' >&2
+        exit 2
+    fi
+    local f
+    for f; do
+        if [[ -n $f ]] && ! declare -F "$f" >/dev/null; then
+            printf 'multilang.sh: %s is not a function\n' "$f" >&2
+            exit 2
+        fi
+    done
+    if ! type -P jq >/dev/null; then
+        printf 'multilang.sh: jq is needed but not on PATH\n' >&2
+        exit 1
+    fi
+    # Lengths from jq must be counted in the unit bash counts in: "é€" is 2 characters in a
+    # UTF-8 locale and 5 bytes in the C locale; any other multibyte locale is replaced by C.
+    local probe=$'\xc3\xa9\xe2\x82\xac' bytes=true
+    case ${#probe} in
+        2) bytes=false ;;
+        5) ;;
+        *) export LC_ALL=C ;;
+    esac
+    # A process substitution rather than `coproc`: we never write to jq (it reads stdin
+    # itself), and a coproc is a job, which makes bash block and unblock signals around every
+    # command it runs (two syscalls per command, tens per tuple).
+    exec {_ML_FROM_JQ}< <(exec jq -nRj --unbuffered --argjson bytes "$bytes" "$_ML_JQ_PROGRAM" \
+                              0<&"$_ML_IN" {_ML_IN}<&- {_ML_OUT}>&-)
+    _ML_JQPID=$!
+    exec {_ML_IN}<&-  # only jq reads the host's messages
+    if ! _ml_read_jq; then
+        _ml_eof
+    fi
+    if [[ $_ML_MSG != "_ml_S "* ]]; then
+        printf 'multilang.sh: expected the handshake, got: %s\n' "${_ML_MSG:0:300}" >&2
+        exit 1
+    fi
+    eval "$_ML_MSG"
+    _ML_BUF+="{\"pid\":$$}$_ML_END"
+    if ! : >"$MULTILANG_PID_DIR/$$"; then
+        _ml_error "cannot create the pid file $MULTILANG_PID_DIR/$$"
+    fi
+    if declare -F on_init >/dev/null; then
+        local _ml_rc=0
+        on_init "$MULTILANG_CONF_JSON" "$MULTILANG_CONTEXT_JSON" || _ml_rc=$?
+        if (( _ml_rc )); then
+            _ml_error "on_init returned status $_ml_rc"
+            exit 1
+        fi
+    fi
+}
+
+# The host closed our stdin (jq saw it first and ended): exit 0, or 1 if jq itself failed.
+_ml_eof() {
+    multilang_flush
+    local rc=0 pid=$_ML_JQPID
+    _ML_JQPID=''
+    if [[ -n $pid ]]; then
+        wait "$pid" 2>/dev/null || rc=$?
+    fi
+    if (( rc != 0 && rc != 127 )); then  # 127: already reaped by bash
+        printf 'multilang.sh: jq exited with status %s\n' "$rc" >&2
+        exit 1
+    fi
+    exit 0
+}
+
+multilang_cleanup() {
+    if [[ -n $_ML_BUF ]]; then
+        { printf '%s' "$_ML_BUF" >&"$_ML_OUT"; } 2>/dev/null
+        _ML_BUF=''
+    fi
+    if [[ -n $_ML_JQPID ]]; then
+        kill "$_ML_JQPID" 2>/dev/null
+        _ML_JQPID=''
+    fi
+    return 0
+}
+
+trap multilang_cleanup EXIT
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM

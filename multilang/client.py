@@ -1,0 +1,524 @@
+"""The Python client library: write a Storm multilang spout or bolt as a small class.
+
+```python
+from multilang import BasicBolt
+
+class Split(BasicBolt):
+    def process(self, tup):
+        for word in tup.values[0].split():
+            self.emit([word])      # anchored to `tup`; `tup` is acked when process returns
+
+Split().run()
+```
+
+The library owns the process: the handshake (pid file, pid reply), the read loop, heartbeats
+(answered with `sync`, never shown to user code), tick tuples (`process_tick`, then acked), the
+spout's `sync` after every command, and exit status 0 when the host closes stdin.
+
+I/O contract, chosen for throughput: stdin is read with `os.read` in 64 KiB chunks and decoded
+with `multilang.codec.HostDecoder`; every message decoded from one read is handled before
+anything is written; the frames produced meanwhile are collected in a list and written with one
+`os.write` (looping on partial writes) just before the next blocking read. No threads, no locks.
+
+While `run()` is active, `sys.stdout` is a writer that turns each printed line into a `log`
+message (level INFO), and file descriptor 1 is pointed at stderr, so neither a stray `print()`
+nor a child process writing to its inherited stdout can corrupt the protocol.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from collections import deque
+from typing import Any, Iterable, NoReturn
+
+from .codec import EncodeError, HostDecoder, ProtocolError, dumps, frame
+from .messages import (
+    DEBUG,
+    DEFAULT_STREAM,
+    ERROR,
+    HEARTBEAT_STREAM,
+    INFO,
+    SYSTEM_TASK,
+    TICK_STREAM,
+    TRACE,
+    WARN,
+    Handshake,
+    SpoutCommand,
+    TaskIds,
+    TupleMessage,
+)
+
+__all__ = ["Bolt", "BasicBolt", "Spout", "Tuple", "TRACE", "DEBUG", "INFO", "WARN", "ERROR",
+           "EncodeError"]
+
+READ_SIZE = 64 * 1024  # the Linux pipe capacity: one read drains a full pipe
+_SYNC_FRAME = frame(dumps({"command": "sync"}))
+_new_tuple = tuple.__new__
+
+
+class Tuple(TupleMessage):
+    """An input tuple as user code sees it: `id`, `component`, `stream`, `task`, `values`.
+
+    A TupleMessage underneath (`comp` is the wire name of `component`), so converting a decoded
+    message costs one tuple copy and no dict.
+    """
+
+    __slots__ = ()
+
+    @property
+    def component(self) -> str | None:
+        return self.comp
+
+    def __repr__(self) -> str:
+        return (f"Tuple(id={self.id!r}, component={self.comp!r}, stream={self.stream!r}, "
+                f"task={self.task!r}, values={self.values!r})")
+
+
+class _EndOfInput(BaseException):
+    """The host closed our stdin or stdout. A BaseException so that user code's
+    `except Exception` around an emit cannot swallow the end of the process."""
+
+
+class _StdoutToLog(io.TextIOBase):
+    """Stands in for sys.stdout: every complete printed line becomes a `log` message."""
+
+    def __init__(self, component: "_Component"):
+        super().__init__()
+        self._component = component
+        self._partial = ""
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return "utf-8"
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return False
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        if "\n" not in text:
+            self._partial += text
+            return len(text)
+        lines = (self._partial + text).split("\n")
+        self._partial = lines.pop()
+        for line in lines:
+            self._component.log(line, INFO)
+        return len(text)
+
+    def flush(self) -> None:
+        if self._partial:
+            line, self._partial = self._partial, ""
+            self._component.log(line, INFO)
+
+
+def _tuple_id(tup: Any) -> Any:
+    """ack/fail/anchors accept a Tuple or the id itself."""
+    return tup.id if isinstance(tup, TupleMessage) else tup
+
+
+def _format_exception() -> str:
+    import traceback  # only on the failure path: keeps start-up light
+
+    return traceback.format_exc()
+
+
+class _Component:
+    """What spouts and bolts share: the handshake, the read loop, buffered output, log/error/
+    metrics, and waiting for task ids."""
+
+    #: Redirect sys.stdout (and fd 1) while running; see the module docstring.
+    protect_stdout = True
+
+    def __init__(self) -> None:
+        self.conf: dict = {}
+        self.context: dict = {}
+        self.pid = os.getpid()
+        self.task_id: int | None = None
+        self.component_id: str | None = None
+        self._decoder = HostDecoder()
+        self._pending: deque = deque()   # decoded host messages not handled yet, in order
+        self._task_ids: deque = deque()  # task-id lists read before anyone asked for them
+        self._out: list[bytes] = []      # frames to write at the next flush
+        self._in_fd = 0
+        self._out_fd = 1
+        self._stdout_log: _StdoutToLog | None = None
+
+    # ---- hooks ---------------------------------------------------------------------------------
+    def initialize(self, conf: dict, context: dict) -> None:
+        """Called once after the handshake, before any tuple or command."""
+
+    # ---- what user code can send ---------------------------------------------------------------
+    def log(self, msg: Any, level: int = INFO) -> None:
+        """Log through the host: level 0..4 = TRACE, DEBUG, INFO, WARN, ERROR."""
+        self._out.append(frame(dumps({"command": "log", "msg": str(msg), "level": int(level)})))
+
+    def error(self, msg: Any) -> None:
+        """Report an error to the host (shown as a component error; not fatal)."""
+        self._out.append(frame(dumps({"command": "error", "msg": str(msg)})))
+
+    def metrics(self, name: str, params: Any = None) -> None:
+        """Update the host-side metric `name` with `params`."""
+        self._out.append(frame(dumps({"command": "metrics", "name": name, "params": params})))
+
+    # ---- running -------------------------------------------------------------------------------
+    def run(self) -> NoReturn:
+        """Run the component until the host closes stdin, then exit 0 (1 if start-up failed)."""
+        code = 0
+        started = False
+        saved_stdout = sys.stdout
+        try:
+            if self.protect_stdout:
+                self._protect_stdout()
+            self._handshake()
+            self._start()
+            started = True
+            self._loop()
+        except _EndOfInput:
+            pass
+        except _StartupError as exc:
+            print(exc, file=sys.stderr)
+            code = 1
+        if started:
+            code = self._finish()
+        sys.stdout = saved_stdout
+        sys.exit(code)
+
+    def _protect_stdout(self) -> None:
+        sys.stdout.flush()
+        self._out_fd = os.dup(1)  # our private copy of the protocol pipe (not inherited)
+        os.dup2(2, 1)             # fd-level writes to "stdout" now land on stderr
+        self._stdout_log = _StdoutToLog(self)
+        sys.stdout = self._stdout_log
+
+    def _handshake(self) -> None:
+        while not self._pending:
+            self._read()
+        msg = self._pending.popleft()
+        if type(msg) is not Handshake:
+            raise _StartupError(f"expected the handshake as the first message, got {msg!r}")
+        self.conf, self.context = msg.conf, msg.context
+        self.task_id = self.context.get("taskid")
+        self.component_id = self.context.get("componentid") or \
+            self.context.get("task->component", {}).get(str(self.task_id))
+        try:
+            open(os.path.join(msg.pid_dir, str(self.pid)), "w").close()
+        except OSError as exc:
+            raise _StartupError(f"cannot create the pid file in {msg.pid_dir!r}: {exc}") from exc
+        self._out.append(frame(dumps({"pid": self.pid})))
+        self._flush()  # the host waits for the pid before anything else; initialize may be slow
+
+    def _start(self) -> None:
+        try:
+            self.initialize(self.conf, self.context)
+        except Exception as exc:
+            text = _format_exception()
+            self.error(text)
+            self._flush()
+            raise _StartupError(f"initialize failed:\n{text}") from exc
+
+    def _loop(self) -> None:
+        pending = self._pending
+        handle = self._handle
+        while True:
+            while pending:
+                handle(pending.popleft())
+            self._read()
+
+    def _handle(self, msg: Any) -> None:
+        raise NotImplementedError
+
+    def _finish(self) -> int:
+        """End of input: the user's shutdown hook, then a last flush. The exit status."""
+        code = 0
+        try:
+            self._shutdown()
+        except Exception:
+            text = _format_exception()
+            print(text, file=sys.stderr)
+            self.error(text)
+            code = 1
+        if self._stdout_log is not None:
+            self._stdout_log.flush()
+        try:
+            self._flush()
+        except _EndOfInput:
+            pass
+        return code
+
+    def _shutdown(self) -> None:
+        """Calls the subclass's shutdown hook (Bolt.cleanup / Spout.close)."""
+
+    # ---- I/O -----------------------------------------------------------------------------------
+    def _flush(self) -> None:
+        out = self._out
+        if self._stdout_log is not None and self._stdout_log._partial:
+            self._stdout_log.flush()
+        if not out:
+            return
+        data = out[0] if len(out) == 1 else b"".join(out)
+        out.clear()
+        fd = self._out_fd
+        try:
+            written = os.write(fd, data)
+            if written < len(data):  # the pipe was full: finish the rest
+                view = memoryview(data)
+                while written < len(data):
+                    written += os.write(fd, view[written:])
+        except (BrokenPipeError, ConnectionResetError):
+            raise _EndOfInput() from None
+
+    def _read(self) -> None:
+        """Flush, block for input, queue what was decoded. _EndOfInput at EOF."""
+        self._pending.extend(self._read_messages())
+
+    def _read_messages(self) -> list:
+        self._flush()
+        data = os.read(self._in_fd, READ_SIZE)
+        if not data:
+            raise _EndOfInput()
+        try:
+            return self._decoder.feed(data)
+        except ProtocolError as exc:
+            return self._recover(exc)
+
+    def _recover(self, exc: ProtocolError) -> list:
+        """A host message we do not understand: log it and keep the ones around it."""
+        messages = list(exc.decoded)
+        while True:
+            self.log(f"ignoring a host message we do not understand: {exc}", WARN)
+            try:
+                return messages + self._decoder.feed(b"")
+            except ProtocolError as again:
+                messages += again.decoded
+                exc = again
+
+    def _await_task_ids(self) -> list:
+        """Block until the task-id list for the emit just queued arrives. Anything else that
+        arrives meanwhile is queued behind the messages already pending, in order."""
+        stash = self._task_ids
+        pending = self._pending
+        while not stash:
+            for msg in self._read_messages():
+                if type(msg) is TaskIds:
+                    stash.append(msg.tasks)
+                else:
+                    pending.append(msg)
+        return stash.popleft()
+
+    def _unexpected(self, msg: Any) -> None:
+        if type(msg) is TaskIds:
+            self.log(f"ignoring task ids nobody asked for: {msg.tasks}", WARN)
+        else:
+            self.log(f"ignoring an unexpected host message: {msg!r}", WARN)
+
+
+class _StartupError(Exception):
+    """The component cannot start (bad handshake, pid file, initialize raised)."""
+
+
+# ---- bolts --------------------------------------------------------------------------------------
+
+
+class Bolt(_Component):
+    """A bolt that acks and fails by hand: call `self.ack(tup)` / `self.fail(tup)`.
+
+    If `process` raises, the traceback is sent as an `error` and the tuple is failed unless it was
+    already acked or failed; the bolt keeps running. Tick tuples go to `process_tick` and are acked
+    by the library.
+    """
+
+    #: Anchor every emit made inside `process` to the current tuple when no anchors are given.
+    auto_anchor = False
+    #: Ack the current tuple when `process` returns (unless user code acked or failed it).
+    auto_ack = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._current_id: Any = None   # id of the tuple being processed
+        self._settled = False          # user code acked/failed the current tuple
+        self._anchors: list | None = None  # automatic anchors while processing
+
+    # ---- hooks ---------------------------------------------------------------------------------
+    def process(self, tup: Tuple) -> None:
+        """Called for every input tuple (not heartbeats, not ticks)."""
+        raise NotImplementedError("a bolt must define process(self, tup)")
+
+    def process_tick(self, tup: Tuple) -> None:
+        """Called for every tick tuple; the library acks it afterwards. Default: nothing."""
+
+    def cleanup(self) -> None:
+        """Called once when the host closes stdin, before the process exits."""
+
+    # ---- what user code can send ---------------------------------------------------------------
+    def emit(self, values: list, stream: str = DEFAULT_STREAM, anchors: Iterable = (),
+             direct_task: int | None = None, need_task_ids: bool = False) -> list[int] | None:
+        """Emit a tuple. `anchors`: Tuples or tuple ids (BasicBolt: the current tuple by default).
+        With `direct_task`, the tuple goes to that task only. With `need_task_ids=True`, waits for
+        and returns the list of receiving task ids (tuples arriving meanwhile are handled later).
+        Raises EncodeError if the values are not JSON-serialisable."""
+        if type(values) is not list:
+            values = list(values)
+        wire: dict = {"command": "emit", "tuple": values}
+        if stream != DEFAULT_STREAM:
+            wire["stream"] = stream
+        if anchors:
+            wire["anchors"] = [_tuple_id(a) for a in anchors]
+        elif self._anchors is not None:
+            wire["anchors"] = self._anchors
+        if direct_task is not None:
+            wire["task"] = direct_task
+            wire["need_task_ids"] = False  # Storm never answers a direct emit
+            self._out.append(frame(dumps(wire)))
+            return [direct_task] if need_task_ids else None
+        if not need_task_ids:
+            wire["need_task_ids"] = False
+            self._out.append(frame(dumps(wire)))
+            return None
+        self._out.append(frame(dumps(wire)))
+        return self._await_task_ids()
+
+    def ack(self, tup: Any) -> None:
+        """Ack an input tuple (a Tuple or its id)."""
+        tid = _tuple_id(tup)
+        if tid == self._current_id:
+            self._settled = True
+        self._out.append(frame(dumps({"command": "ack", "id": tid})))
+
+    def fail(self, tup: Any) -> None:
+        """Fail an input tuple (a Tuple or its id): its spout tuple will be replayed."""
+        tid = _tuple_id(tup)
+        if tid == self._current_id:
+            self._settled = True
+        self._out.append(frame(dumps({"command": "fail", "id": tid})))
+
+    # ---- dispatch ------------------------------------------------------------------------------
+    def _handle(self, msg: Any) -> None:
+        if type(msg) is TupleMessage:
+            if msg.task == SYSTEM_TASK:
+                if msg.stream == HEARTBEAT_STREAM:
+                    self._out.append(_SYNC_FRAME)
+                    return
+                if msg.stream == TICK_STREAM:
+                    self._run(self.process_tick, msg, anchored=False, auto_ack=True)
+                    return
+            self._run(self.process, msg, self.auto_anchor, self.auto_ack)
+        else:
+            self._unexpected(msg)
+
+    def _run(self, hook, msg: TupleMessage, anchored: bool, auto_ack: bool) -> None:
+        tup = _new_tuple(Tuple, msg)
+        tid = tup.id
+        self._current_id = tid
+        self._settled = False
+        self._anchors = [tid] if anchored else None
+        try:
+            hook(tup)
+        except Exception:
+            # error first, then fail: the order storm.py uses, so the reason is logged first
+            self.error(_format_exception())
+            if not self._settled:
+                self._out.append(frame(dumps({"command": "fail", "id": tid})))
+        else:
+            if auto_ack and not self._settled:
+                self._out.append(frame(dumps({"command": "ack", "id": tid})))
+        finally:
+            self._current_id = None
+            self._anchors = None
+
+    def _shutdown(self) -> None:
+        self.cleanup()
+
+
+class BasicBolt(Bolt):
+    """A bolt whose emits are anchored to the tuple being processed, which is acked when
+    `process` returns and failed (with an `error` giving the traceback) when it raises."""
+
+    auto_anchor = True
+    auto_ack = True
+
+
+# ---- spouts -------------------------------------------------------------------------------------
+
+
+class Spout(_Component):
+    """A spout: the host calls `next_tuple` when it wants tuples, `ack`/`fail` with the message
+    id of a completed/failed tuple tree, `activate`/`deactivate`. The library answers every
+    command with `sync` after the hook returns. If a hook raises, the traceback is sent as an
+    `error` and the spout keeps running."""
+
+    # ---- hooks ---------------------------------------------------------------------------------
+    def next_tuple(self) -> None:
+        """Emit zero or more tuples. Must not block: with nothing to emit, just return (the host
+        backs off before asking again)."""
+
+    def ack(self, msg_id: Any) -> None:
+        """The tuple tree of the emit with this message id completed."""
+
+    def fail(self, msg_id: Any) -> None:
+        """The tuple tree of the emit with this message id failed or timed out: replay it."""
+
+    def activate(self) -> None:
+        """The topology was activated (sent before the first `next_tuple`)."""
+
+    def deactivate(self) -> None:
+        """The topology was deactivated: no `next_tuple` until the next `activate`."""
+
+    def close(self) -> None:
+        """Called once when the host closes stdin, before the process exits."""
+
+    # ---- what user code can send ---------------------------------------------------------------
+    def emit(self, values: list, id: Any = None, stream: str = DEFAULT_STREAM,
+             direct_task: int | None = None, need_task_ids: bool = False) -> list[int] | None:
+        """Emit a tuple; with a message `id` (any JSON value) it is tracked and `ack`/`fail` is
+        called with that id later; without one it is not tracked. `direct_task` and
+        `need_task_ids` as for Bolt.emit. Raises EncodeError for non-JSON values."""
+        if type(values) is not list:
+            values = list(values)
+        wire: dict = {"command": "emit", "tuple": values}
+        if id is not None:
+            wire["id"] = id
+        if stream != DEFAULT_STREAM:
+            wire["stream"] = stream
+        if direct_task is not None:
+            wire["task"] = direct_task
+            wire["need_task_ids"] = False
+            self._out.append(frame(dumps(wire)))
+            return [direct_task] if need_task_ids else None
+        if not need_task_ids:
+            wire["need_task_ids"] = False
+            self._out.append(frame(dumps(wire)))
+            return None
+        self._out.append(frame(dumps(wire)))
+        return self._await_task_ids()
+
+    # ---- dispatch ------------------------------------------------------------------------------
+    def _handle(self, msg: Any) -> None:
+        if type(msg) is not SpoutCommand:
+            self._unexpected(msg)
+            return
+        command = msg.command
+        try:
+            if command == "next":
+                self.next_tuple()
+            elif command == "ack":
+                self.ack(msg.id)
+            elif command == "fail":
+                self.fail(msg.id)
+            elif command == "activate":
+                self.activate()
+            elif command == "deactivate":
+                self.deactivate()
+            else:
+                self.log(f"ignoring unknown spout command {command!r}", WARN)
+        except Exception:
+            self.error(_format_exception())
+        self._out.append(_SYNC_FRAME)  # the host waits for it whatever happened
+
+    def _shutdown(self) -> None:
+        self.close()

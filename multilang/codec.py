@@ -1,0 +1,459 @@
+"""The multilang JSON codec: bytes <-> typed messages, with no I/O.
+
+Framing (spec §2): a message is JSON text followed by a line that is exactly `end`. The host always
+writes one line of JSON (`<json>\\nend\\n`); components may spread JSON over several lines and end
+lines with `\\n`, `\\r\\n` or `\\r`. `Framer` cuts a byte stream into message payloads;
+`ComponentDecoder` (the host's side) and `HostDecoder` (a client's side) turn payloads into the
+typed messages of `multilang.messages`. `encode` turns any message back into bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+try:  # ujson is the fast path; the stdlib keeps the clients usable without it
+    import ujson as _ujson
+except ImportError:  # pragma: no cover - exercised only where ujson is missing
+    _ujson = None
+
+from .messages import (
+    Ack,
+    Emit,
+    Error,
+    Fail,
+    Handshake,
+    Log,
+    Metrics,
+    Pid,
+    SpoutCommand,
+    Sync,
+    TaskIds,
+    TupleMessage,
+    UnknownCommand,
+    INFO,
+)
+
+DEFAULT_MAX_FRAME = 16 * 1024 * 1024
+END = b"\nend\n"
+_SYNC = Sync()
+# An `end` line: at the start of a line (the buffer start or after \n / \r) and followed by a
+# line terminator. The `(?<![^\r\n])` look-behind also matches at the buffer's start.
+_END_LINE = re.compile(rb"(?<![^\r\n])end(?:\r\n|\r|\n)")
+
+
+class ProtocolError(ValueError):
+    """Bytes that break the protocol. `raw` holds the offending bytes, `decoded` the messages that
+    were complete before them (the caller should handle those first)."""
+
+    def __init__(self, reason: str, raw: bytes = b"", decoded: list | None = None):
+        self.reason = reason
+        self.raw = bytes(raw)
+        self.decoded = decoded or []
+        super().__init__(f"{reason}: {shorten(self.raw)}" if raw else reason)
+
+
+class EncodeError(ValueError):
+    """A value that cannot be written as JSON (e.g. a lone surrogate or a non-JSON type)."""
+
+
+def shorten(raw: bytes, limit: int = 200) -> str:
+    """The offending bytes for an error message: printable, and at most about `limit` chars."""
+    text = repr(raw[:limit])
+    if len(raw) > limit:
+        text += f"... ({len(raw)} bytes)"
+    return text
+
+
+# ---- JSON ---------------------------------------------------------------------------------------
+
+
+def loads(payload: bytes) -> Any:
+    """Parse one JSON value. Falls back to the stdlib for what ujson refuses but Storm accepts
+    (integers beyond 64 bits, NaN)."""
+    if _ujson is not None:
+        try:
+            return _ujson.loads(payload)
+        except (ValueError, OverflowError):
+            pass
+    return json.loads(payload)
+
+
+def dumps(value: Any) -> str:
+    """Compact single-line JSON, non-ASCII kept as UTF-8, '/' unescaped."""
+    try:
+        if _ujson is not None:
+            try:
+                return _ujson.dumps(value, ensure_ascii=False, escape_forward_slashes=False,
+                                    reject_bytes=True)
+            except OverflowError:  # ints beyond 64 bits: the stdlib writes them exactly
+                pass
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=True)
+    except (TypeError, ValueError) as exc:
+        raise EncodeError(f"cannot encode {shorten(repr(value).encode())} as JSON: {exc}") from exc
+
+
+def frame(text: str) -> bytes:
+    try:
+        return text.encode("utf-8") + END
+    except UnicodeEncodeError as exc:
+        raise EncodeError(f"cannot encode {text[:200]!r} as UTF-8: {exc}") from exc
+
+
+# ---- framing ------------------------------------------------------------------------------------
+
+
+class Framer:
+    """Cuts a byte stream into message payloads at `end` lines. Incremental and bounded: a frame
+    larger than `max_frame` bytes is a ProtocolError, never an unbounded buffer."""
+
+    __slots__ = ("_buf", "_scan", "max_frame")
+
+    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME):
+        self._buf = b""
+        self._scan = 0  # where to resume looking for `end` in an incomplete frame
+        self.max_frame = max_frame
+
+    @property
+    def pending(self) -> bytes:
+        """Bytes received but not yet part of a complete frame."""
+        return self._buf
+
+    def feed(self, data: bytes) -> list[bytes]:
+        buf = self._buf + data if self._buf else data
+        if b"\r" in buf:
+            payloads, rest = self._split_general(buf)
+        else:
+            payloads, rest = self._split_lf(buf)
+        # On a frame-limit error, `decoded` carries the complete payloads before the bad one so
+        # that the decoders can still hand over the messages that preceded it.
+        for i, payload in enumerate(payloads):
+            if len(payload) > self.max_frame:
+                self._buf = rest
+                raise ProtocolError(f"message larger than the {self.max_frame}-byte frame limit",
+                                    payload[:200], payloads[:i])
+        if len(rest) > self.max_frame:
+            self._buf = b""
+            raise ProtocolError(
+                f"no `end` line within the {self.max_frame}-byte frame limit", rest[:200],
+                payloads)
+        self._buf = rest
+        return payloads
+
+    def _split_lf(self, buf: bytes) -> tuple[list[bytes], bytes]:
+        # Fast path for the usual `\n`-only stream: one C-level split per chunk.
+        parts = buf.split(END)
+        rest = parts.pop()
+        out = []
+        for part in parts:
+            # Every part starts at a line start, so leading `end` lines are empty messages:
+            # "\nend\nend\n" leaves "end\n..." at the start of the next part, and a part that is
+            # just "end" is an empty message followed by another (the separator's `end`).
+            while part.startswith(b"end\n"):
+                out.append(b"")
+                part = part[4:]
+            if part == b"end":
+                out.append(b"")
+                part = b""
+            out.append(part)
+        while rest.startswith(b"end\n"):  # empty messages right after the last one
+            out.append(b"")
+            rest = rest[4:]
+        self._scan = max(0, len(rest) - 5)
+        return out, rest
+
+    def _split_general(self, buf: bytes) -> tuple[list[bytes], bytes]:
+        out = []
+        start = 0
+        search_from = min(self._scan, len(buf))
+        while True:
+            m = _END_LINE.search(buf, search_from)
+            if m is None:
+                break
+            out.append(buf[start:m.start()])
+            start = search_from = m.end()
+        rest = buf[start:]
+        self._scan = max(0, len(rest) - 5)
+        return out, rest
+
+
+# ---- decoding: component -> host ----------------------------------------------------------------
+
+
+def _error_unless(cond: bool, reason: str, raw: Any) -> None:
+    if not cond:
+        raise ProtocolError(reason, _as_bytes(raw))
+
+
+def _as_bytes(raw: Any) -> bytes:
+    if isinstance(raw, (bytes, bytearray)):
+        return bytes(raw)
+    try:
+        return dumps(raw).encode("utf-8", "replace")
+    except EncodeError:
+        return repr(raw).encode()
+
+
+def _emit(d: dict) -> Emit:
+    values = d.get("tuple")
+    if type(values) is not list:
+        raise ProtocolError("emit without a `tuple` array", _as_bytes(d))
+    stream = d.get("stream")
+    if stream is None:
+        stream = "default"
+    elif type(stream) is not str:
+        raise ProtocolError("emit with a `stream` that is not a string", _as_bytes(d))
+    anchors = d.get("anchors")
+    if anchors is None:
+        anchors = ()
+    elif type(anchors) is str:
+        anchors = (anchors,)
+    elif type(anchors) is list:
+        for a in anchors:
+            if type(a) is not str:
+                raise ProtocolError("emit with an anchor that is not a string", _as_bytes(d))
+    else:
+        raise ProtocolError("emit with `anchors` that is not a list", _as_bytes(d))
+    task = d.get("task")
+    if task is not None:
+        if type(task) is not int:
+            raise ProtocolError("emit with a `task` that is not an integer", _as_bytes(d))
+        if task == 0:  # Storm: 0 means "not direct"
+            task = None
+    need = d.get("need_task_ids", True)
+    if need is None:
+        need = True
+    elif type(need) is not bool:
+        raise ProtocolError("emit with `need_task_ids` that is not a boolean", _as_bytes(d))
+    return Emit(values, stream, anchors, task, need, d.get("id"))
+
+
+def _ack(d: dict) -> Ack:
+    if "id" not in d:
+        raise ProtocolError("ack without an `id`", _as_bytes(d))
+    return Ack(d["id"])
+
+
+def _fail(d: dict) -> Fail:
+    if "id" not in d:
+        raise ProtocolError("fail without an `id`", _as_bytes(d))
+    return Fail(d["id"])
+
+
+def _log(d: dict) -> Log:
+    msg = d.get("msg")
+    level = d.get("level")
+    if type(level) is float and level.is_integer():
+        level = int(level)
+    if type(level) is not int or not 0 <= level <= 4:
+        level = INFO  # Storm: missing or unknown level -> INFO
+    return Log(msg if type(msg) is str else str(msg), level)
+
+
+def _error(d: dict) -> Error:
+    msg = d.get("msg")
+    return Error(msg if type(msg) is str else str(msg))
+
+
+def _metrics(d: dict) -> Metrics:
+    name = d.get("name")
+    if type(name) is not str or not name:
+        raise ProtocolError("metrics without a `name`", _as_bytes(d))
+    return Metrics(name, d.get("params"))
+
+
+_COMMANDS = {
+    "emit": _emit,
+    "ack": _ack,
+    "fail": _fail,
+    "sync": lambda d: _SYNC,
+    "log": _log,
+    "error": _error,
+    "metrics": _metrics,
+}
+
+
+def component_message(value: Any, awaiting_pid: bool = False):
+    """One parsed JSON value from a component -> its typed message, or ProtocolError."""
+    if type(value) is not dict:
+        raise ProtocolError("message is not a JSON object", _as_bytes(value))
+    command = value.get("command")
+    if command is None:
+        if awaiting_pid and "pid" in value:
+            return Pid(value["pid"])
+        raise ProtocolError("message without a `command`", _as_bytes(value))
+    if type(command) is not str:
+        raise ProtocolError("`command` is not a string", _as_bytes(value))
+    parse = _COMMANDS.get(command)
+    if parse is None:
+        return UnknownCommand(command, value)
+    return parse(value)
+
+
+class ComponentDecoder:
+    """What the host uses to read a component's stdout: `feed(bytes) -> [message, ...]`.
+
+    Until the pid reply has been seen, a message with `pid` and no `command` is the pid reply;
+    messages with a command that come before it are returned in order (the caller buffers them).
+    """
+
+    __slots__ = ("framer", "awaiting_pid")
+
+    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME, awaiting_pid: bool = True):
+        self.framer = Framer(max_frame)
+        self.awaiting_pid = awaiting_pid
+
+    def feed(self, data: bytes) -> list:
+        try:
+            payloads = self.framer.feed(data)
+        except ProtocolError as exc:
+            # The frames completed before the oversized one are still owed to the caller.
+            messages = self._decode(exc.decoded)
+            raise ProtocolError(exc.reason, exc.raw, messages) from None
+        return self._decode(payloads)
+
+    def _decode(self, payloads: list) -> list:
+        messages: list = []
+        _loads = loads
+        for payload in payloads:
+            try:
+                value = _loads(payload)
+            except ValueError:
+                reason = "empty message" if not payload.strip() else "invalid JSON"
+                raise ProtocolError(reason, payload, messages) from None
+            try:
+                msg = component_message(value, self.awaiting_pid)
+            except ProtocolError as exc:
+                raise ProtocolError(exc.reason, payload, messages) from None
+            if type(msg) is Pid:
+                self.awaiting_pid = False
+            messages.append(msg)
+        return messages
+
+
+Decoder = ComponentDecoder
+
+
+# ---- decoding: host -> component (used by the client libraries) ---------------------------------
+
+
+def host_message(value: Any):
+    if type(value) is list:
+        return TaskIds(value)
+    if type(value) is not dict:
+        raise ProtocolError("host message is neither an object nor a task-id list",
+                            _as_bytes(value))
+    if "command" in value:
+        return SpoutCommand(value["command"], value.get("id", ""))
+    if "tuple" in value:
+        return TupleMessage(value.get("id"), value.get("comp"), value.get("stream", "default"),
+                            value.get("task"), value["tuple"])
+    if "pidDir" in value:
+        return Handshake(value["pidDir"], value.get("conf") or {}, value.get("context") or {})
+    raise ProtocolError("unrecognised host message", _as_bytes(value))
+
+
+class HostDecoder:
+    """What a client uses to read its stdin: `feed(bytes) -> [message, ...]`.
+
+    A bad message raises ProtocolError (`decoded` = the messages before it); the complete
+    messages after it are kept, and the next `feed` (even `feed(b"")`) returns them, so a client
+    can log the bad one and carry on.
+    """
+
+    __slots__ = ("framer", "_backlog")
+
+    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME):
+        self.framer = Framer(max_frame)
+        self._backlog: list = []
+
+    def feed(self, data: bytes) -> list:
+        payloads, self._backlog = self._backlog, []
+        if data:
+            try:
+                payloads = payloads + self.framer.feed(data) if payloads else \
+                    self.framer.feed(data)
+            except ProtocolError as exc:  # frame limit: hand over what came before it
+                out = self._decode(payloads + exc.decoded)
+                raise ProtocolError(exc.reason, exc.raw, out) from None
+        return self._decode(payloads)
+
+    def _decode(self, payloads: list) -> list:
+        out: list = []
+        for i, payload in enumerate(payloads):
+            try:
+                value = loads(payload)
+                out.append(host_message(value))
+            except (ValueError, ProtocolError) as exc:
+                self._backlog = payloads[i + 1:]
+                reason = exc.reason if isinstance(exc, ProtocolError) else \
+                    "invalid JSON from the host"
+                raise ProtocolError(reason, payload, out) from None
+        return out
+
+
+# ---- encoding -----------------------------------------------------------------------------------
+
+
+def _emit_dict(m: Emit) -> dict:
+    d: dict = {"command": "emit", "tuple": m.values}
+    if m.stream != "default":
+        d["stream"] = m.stream
+    if m.anchors:
+        d["anchors"] = list(m.anchors)
+    if m.task is not None:
+        d["task"] = m.task
+    if not m.need_task_ids:
+        d["need_task_ids"] = False
+    if m.id is not None:
+        d["id"] = m.id
+    return d
+
+
+_TO_WIRE = {
+    Handshake: lambda m: {"pidDir": m.pid_dir, "conf": m.conf, "context": m.context},
+    TupleMessage: lambda m: {"id": m.id, "comp": m.comp, "stream": m.stream, "task": m.task,
+                             "tuple": m.values},
+    SpoutCommand: lambda m: {"command": m.command, "id": m.id},
+    TaskIds: lambda m: list(m.tasks),
+    Pid: lambda m: {"pid": m.pid},
+    Emit: _emit_dict,
+    Ack: lambda m: {"command": "ack", "id": m.id},
+    Fail: lambda m: {"command": "fail", "id": m.id},
+    Log: lambda m: {"command": "log", "msg": m.msg, "level": m.level},
+    Error: lambda m: {"command": "error", "msg": m.msg},
+    Metrics: lambda m: {"command": "metrics", "name": m.name, "params": m.params},
+    Sync: lambda m: {"command": "sync"},
+    UnknownCommand: lambda m: m.raw,
+}
+
+
+def to_wire(message) -> Any:
+    """The JSON value (dict or list) of a message, as it goes on the wire."""
+    return _TO_WIRE[type(message)](message)
+
+
+def encode(message) -> bytes:
+    """One message -> `<single-line json>\\nend\\n` (UTF-8). Raises EncodeError."""
+    return frame(dumps(to_wire(message)))
+
+
+class TupleEncoder:
+    """Writes bolt input tuples without building a dict per tuple: the part of the JSON that
+    depends only on (source component, stream, source task) is cached."""
+
+    __slots__ = ("_prefixes",)
+
+    def __init__(self) -> None:
+        self._prefixes: dict = {}
+
+    def encode(self, tuple_id: str, comp: str | None, stream: str, task: int,
+               values_json: str) -> bytes:
+        key = (comp, stream, task)
+        prefix = self._prefixes.get(key)
+        if prefix is None:
+            prefix = '{"comp":%s,"stream":%s,"task":%d,"tuple":' % (dumps(comp), dumps(stream),
+                                                                     task)
+            self._prefixes[key] = prefix
+        return frame(f'{prefix}{values_json},"id":"{tuple_id}"}}')

@@ -1,0 +1,312 @@
+"""The supervisor with real child processes: routing, acking, flow control and faults.
+
+The host runs in the test process; every component is a real `python` subprocess using our client.
+Spout-side truth comes from the ledger spout's own record of acks and fails.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from host.process import State
+from host.supervisor import Supervisor
+from host.topology import TopologyBuilder
+
+COMPONENTS = Path(__file__).parent / "components" / "host"
+WORDS_PER_MESSAGE = 7  # "message {i} with some words in it"
+
+
+def ledger(path: Path) -> tuple[Counter, Counter]:
+    acks, fails = Counter(), Counter()
+    if path.exists():
+        for line in path.read_text().splitlines():
+            kind, msg_id = line.split()
+            (acks if kind == "ack" else fails)[int(msg_id)] += 1
+    return acks, fails
+
+
+def run_until(sup: Supervisor, done, limit: float = 30.0) -> int:
+    """Run the supervisor until `done(snapshot)` is true (checked twice a second) or `limit`."""
+    sup.report_every = 0.2
+
+    def check(snap: dict) -> None:
+        if done(snap):
+            sup.request_stop("test condition met")
+
+    sup.on_report = check
+    return sup.run(limit)
+
+
+def ledger_topology(tmp_path: Path, bolt: list[str], n: int = 200, config: dict | None = None,
+                    bolt_parallelism: int = 1, per_next: int = 1):
+    b = TopologyBuilder("t", config={"topology.max.spout.pending": 50,
+                                     "host.restart.backoff.initial.secs": 0.1,
+                                     "host.shutdown.grace.secs": 2, **(config or {})})
+    b.spout("spout", ["python", "ledger_spout.py"], outputs=["sentence"],
+            config={"test.messages": n, "test.ledger": str(tmp_path / "ledger"),
+                    "test.per.next": per_next})
+    b.bolt("split", bolt, outputs=["word"], parallelism=bolt_parallelism).shuffle("spout")
+    b.bolt("sink", ["python", "sink_bolt.py", str(tmp_path / "sink.jsonl")],
+           outputs=[], parallelism=2).fields("split", "word")
+    return b.build(base_dir=COMPONENTS)
+
+
+def all_acked(tmp_path: Path, n: int):
+    return lambda snap: len(ledger(tmp_path / "ledger")[0]) >= n
+
+
+def assert_every_message_acked_once(tmp_path: Path, n: int) -> Counter:
+    acks, fails = ledger(tmp_path / "ledger")
+    assert set(acks) == set(range(n)), f"missing acks: {sorted(set(range(n)) - set(acks))[:20]}"
+    assert max(acks.values()) == 1, "a message id was acked twice"
+    return fails
+
+
+def assert_no_children_left(sup: Supervisor) -> None:
+    for t in sup.tasks.values():
+        if t.proc.proc is not None:
+            assert t.proc.proc.poll() is not None, f"{t.proc.name} still running"
+    assert not os.path.exists(sup.pid_dir)
+
+
+def test_clean_run_acks_everything_and_counts_exactly(tmp_path):
+    n = 300
+    sup = Supervisor(ledger_topology(tmp_path, ["python", "faulty_bolt.py", "none", "0",
+                                                str(tmp_path / "m")], n=n, per_next=3))
+    assert run_until(sup, all_acked(tmp_path, n)) == 0
+    fails = assert_every_message_acked_once(tmp_path, n)
+    assert not fails
+    snap = sup.snapshot()
+    top, comps = snap["topology"], snap["components"]
+    assert top["spout_tuples_acked"] == n and top["spout_tuples_failed"] == 0
+    assert top["complete_latency_ms"]["p50"] is not None
+    assert comps["spout"]["emitted"] == n
+    assert comps["split"]["executed"] == n and comps["split"]["emitted"] == n * WORDS_PER_MESSAGE
+    assert comps["sink"]["executed"] == n * WORDS_PER_MESSAGE
+    arrived = [json.loads(line) for line in (tmp_path / "sink.jsonl").read_text().splitlines()]
+    assert len(arrived) == n * WORDS_PER_MESSAGE
+    # fields grouping: every word went to exactly one sink task
+    tasks_per_word: dict[str, set] = {}
+    for a in arrived:
+        tasks_per_word.setdefault(a["values"][0], set()).add(a["task"])
+    assert all(len(tasks) == 1 for tasks in tasks_per_word.values())
+    assert {a["comp"] for a in arrived} == {"split"}
+    assert_no_children_left(sup)
+
+
+@pytest.mark.parametrize("mode", ["crash", "garbage", "hang", "exit"])
+def test_faulty_bolt_is_reported_restarted_and_its_tuples_replayed(tmp_path, mode, caplog):
+    n = 200
+    sup = Supervisor(ledger_topology(
+        tmp_path, ["python", "faulty_bolt.py", mode, "40", str(tmp_path / "marker")], n=n,
+        config={"topology.subprocess.timeout.secs": 2}))
+    caplog.set_level(logging.INFO)
+    assert run_until(sup, all_acked(tmp_path, n)) == 0
+    fails = assert_every_message_acked_once(tmp_path, n)
+    assert fails, "the tuples in flight at the fault were failed for replay"
+    split = sup.snapshot()["components"]["split"]
+    assert split["restarts"] == 1 and split["errors"] >= 1
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    report = next(e for e in errors if e.startswith("split["))
+    assert "pid=" in report and "failed for replay" in report
+    expected = {"crash": "killed by SIGKILL", "garbage": "this is not json",
+                "hang": "hung: silent", "exit": "exit status 0"}[mode]
+    assert expected in report
+    assert_no_children_left(sup)
+
+
+def test_stderr_flood_is_drained_and_does_not_stop_the_bolt(tmp_path, caplog):
+    n = 150
+    sup = Supervisor(ledger_topology(
+        tmp_path, ["python", "faulty_bolt.py", "flood", "20", str(tmp_path / "marker")], n=n))
+    caplog.set_level(logging.INFO)
+    assert run_until(sup, all_acked(tmp_path, n)) == 0
+    assert not assert_every_message_acked_once(tmp_path, n)
+    assert sup.snapshot()["components"]["split"]["restarts"] == 0
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("stderr lines not shown" in m for m in messages)
+    assert sum(1 for m in messages if m.startswith("split[") and "xxxx" in m) <= 1000
+
+
+@pytest.mark.parametrize("mode,expected", [
+    ("ack_unknown", "ack of tuple '12345', which is not pending"),
+    ("ack_twice", "which is not pending"),
+    ("anchor_acked", "emit anchored to tuple"),
+    ("unknown_stream", "stream 'nope', which 'split' does not declare"),
+    ("wrong_fields", "emit of 2 values to stream 'default', which declares 1 fields"),
+    ("numeric_ack_id", "which is not pending"),
+])
+def test_protocol_misuse_is_a_fault_of_that_component_only(tmp_path, caplog, mode, expected):
+    n = 60
+    sup = Supervisor(ledger_topology(
+        tmp_path, ["python", "misuse_bolt.py", mode, str(tmp_path / "marker")], n=n))
+    caplog.set_level(logging.INFO)
+    assert run_until(sup, all_acked(tmp_path, n)) == 0
+    assert_every_message_acked_once(tmp_path, n)
+    comps = sup.snapshot()["components"]
+    assert comps["split"]["restarts"] == 1
+    assert comps["spout"]["restarts"] == 0 and comps["sink"]["restarts"] == 0
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert any(e.startswith("split[") and expected in e for e in errors), errors
+
+
+def test_handshake_timeout_restarts_then_gives_up(tmp_path, caplog):
+    b = TopologyBuilder("t", config={"host.handshake.timeout.secs": 0.5,
+                                     "host.restart.backoff.initial.secs": 0.1,
+                                     "host.restart.max": 2, "host.shutdown.grace.secs": 1})
+    b.spout("mute", ["python", "-c", "import time; time.sleep(60)"], outputs=["x"])
+    b.bolt("sink", ["python", "sink_bolt.py", str(tmp_path / "s")], outputs=[]).shuffle("mute")
+    sup = Supervisor(b.build(base_dir=COMPONENTS))
+    caplog.set_level(logging.INFO)
+    assert sup.run(20) == 1
+    assert "mute[" in sup.failure and "giving up" in sup.failure
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert any("no pid reply within 0.5s" in e for e in errors)
+    assert_no_children_left(sup)
+
+
+def test_message_timeout_fails_and_spout_replays(tmp_path):
+    # the sink never acks the first incarnation's tuples (a bolt "losing" them): they time out
+    n = 20
+    b = TopologyBuilder("t", config={"topology.message.timeout.secs": 1,
+                                     "topology.max.spout.pending": 100,
+                                     "host.shutdown.grace.secs": 1})
+    b.spout("spout", ["python", "ledger_spout.py"], outputs=["sentence"],
+            config={"test.messages": n, "test.ledger": str(tmp_path / "ledger")})
+    b.bolt("split", ["python", "-c", DROP_FIRST_N_BOLT, str(tmp_path / "dropped"), "5"],
+           outputs=["word"]).shuffle("spout")
+    sup = Supervisor(b.build(base_dir=COMPONENTS))
+    assert run_until(sup, all_acked(tmp_path, n)) == 0
+    fails = assert_every_message_acked_once(tmp_path, n)
+    assert sum(fails.values()) == 5
+    top = sup.snapshot()["topology"]
+    assert top["spout_tuples_timed_out"] == 5 and top["spout_tuples_failed"] == 5
+
+
+DROP_FIRST_N_BOLT = """
+import sys
+from multilang import Bolt
+class Drop(Bolt):
+    def initialize(self, conf, context):
+        self.left = int(sys.argv[2])
+    def process(self, tup):
+        if self.left > 0:
+            self.left -= 1
+            return
+        self.ack(tup)
+Drop().run()
+"""
+
+NEVER_ACK_BOLT = """
+from multilang import Bolt
+class Hold(Bolt):
+    def process(self, tup):
+        pass
+Hold().run()
+"""
+
+
+def test_max_spout_pending_caps_the_trees_in_flight(tmp_path):
+    b = TopologyBuilder("t", config={"topology.max.spout.pending": 7,
+                                     "host.shutdown.grace.secs": 0.5})
+    b.spout("spout", ["python", "ledger_spout.py"], outputs=["sentence"],
+            config={"test.messages": 1000, "test.ledger": str(tmp_path / "ledger"),
+                    "test.per.next": 3})
+    b.bolt("hold", ["python", "-c", NEVER_ACK_BOLT], outputs=[]).shuffle("spout")
+    sup = Supervisor(b.build(base_dir=COMPONENTS))
+    seen = []
+    sup.report_every = 0.2
+    sup.on_report = lambda snap: seen.append(snap["topology"]["spout_tuples_pending"])
+    sup.run(2.0)
+    # one `next` may emit up to 3 more while the cap is checked per `next`, as in Storm
+    assert max(seen) >= 7 and max(seen) <= 7 + 2
+    assert sup.snapshot()["components"]["spout"]["emitted"] == max(seen)
+
+
+def test_slow_bolt_backpressure_keeps_queues_bounded(tmp_path):
+    b = TopologyBuilder("t", config={"topology.shellbolt.max.pending": 10,
+                                     "host.shutdown.grace.secs": 0.5})
+    b.spout("spout", ["python", "ledger_spout.py"], outputs=["sentence"],
+            config={"test.messages": 100000, "test.ledger": str(tmp_path / "ledger"),
+                    "test.per.next": 50})
+    b.bolt("split", ["python", "faulty_bolt.py", "none", "0", str(tmp_path / "m")],
+           outputs=["word"]).shuffle("spout")
+    b.bolt("slow", ["python", "-c", SLOW_BOLT], outputs=[]).shuffle("split")
+    sup = Supervisor(b.build(base_dir=COMPONENTS))
+    peaks = Counter()
+    sup.report_every = 0.1
+
+    def watch(snap):
+        for cid, c in snap["components"].items():
+            peaks[cid] = max(peaks[cid], c["in_flight"] + c["queued"])
+        peaks["pending"] = max(peaks["pending"], snap["topology"]["spout_tuples_pending"])
+
+    sup.on_report = watch
+    sup.run(3.0)
+    # no max.spout.pending: only the bounded bolt queues hold the spout back
+    assert peaks["slow"] <= 10 + 10 + 7 * 50  # in flight + backlog limit + one read's worth
+    assert peaks["split"] <= 10 + 10 + 50
+    assert peaks["pending"] < 2000
+
+
+SLOW_BOLT = """
+import time
+from multilang import Bolt
+class Slow(Bolt):
+    def process(self, tup):
+        time.sleep(0.01)
+        self.ack(tup)
+Slow().run()
+"""
+
+
+def test_acking_off_acks_spout_tuples_as_they_are_emitted(tmp_path):
+    n = 50
+    b = TopologyBuilder("t", config={"topology.acker.executors": 0,
+                                     "host.shutdown.grace.secs": 0.5})
+    b.spout("spout", ["python", "ledger_spout.py"], outputs=["sentence"],
+            config={"test.messages": n, "test.ledger": str(tmp_path / "ledger")})
+    b.bolt("hold", ["python", "-c", NEVER_ACK_BOLT], outputs=[]).shuffle("spout")
+    sup = Supervisor(b.build(base_dir=COMPONENTS))
+    assert run_until(sup, all_acked(tmp_path, n)) == 0
+    assert_every_message_acked_once(tmp_path, n)
+    assert sup.snapshot()["topology"]["spout_tuples_pending"] == 0
+
+
+def test_named_streams_direct_emits_task_ids_and_ticks(tmp_path):
+    n = 30
+    b = TopologyBuilder("t", config={"host.shutdown.grace.secs": 1})
+    b.spout("spout", ["python", "ledger_spout.py"], outputs=["sentence"],
+            config={"test.messages": n, "test.ledger": str(tmp_path / "ledger")})
+    b.bolt("router", ["python", "streams_bolt.py"],
+           outputs={"words": ["word"], "lengths": ["length"]}).shuffle("spout")
+    b.bolt("all_sink", ["python", "sink_bolt.py", str(tmp_path / "all.jsonl")], outputs=[],
+           parallelism=2).all("router", stream="words")
+    b.bolt("direct_sink", ["python", "sink_bolt.py", str(tmp_path / "direct.jsonl")],
+           outputs=[], parallelism=2, config={"topology.tick.tuple.freq.secs": 1}
+           ).direct("router", stream="lengths")
+    sup = Supervisor(b.build(base_dir=COMPONENTS))
+    assert run_until(sup, lambda s: all_acked(tmp_path, n)(s) and s["topology"]["uptime_s"] > 2.2
+                     ) == 0
+    assert_every_message_acked_once(tmp_path, n)
+    all_rows = [json.loads(x) for x in (tmp_path / "all.jsonl").read_text().splitlines()]
+    direct_rows = [json.loads(x) for x in (tmp_path / "direct.jsonl").read_text().splitlines()]
+    words = [r for r in all_rows if "values" in r]
+    assert len(words) == 2 * n * WORDS_PER_MESSAGE  # all grouping: both tasks got every word
+    assert {r["stream"] for r in words} == {"words"}
+    lengths = [r for r in direct_rows if "values" in r]
+    assert len(lengths) == n and len({r["task"] for r in lengths}) == 1  # the lowest task only
+    assert {r["stream"] for r in lengths} == {"lengths"}
+    ticks = [r for r in direct_rows if "tick" in r]
+    assert ticks and all(r["tick"] == [1] for r in ticks)
+    assert not [r for r in all_rows if "tick" in r], "ticks go only where configured"
+    metrics = sup.snapshot()["components"]["router"]["metrics"]
+    # need_task_ids replies: every word went to both all_sink tasks
+    assert metrics["task_ids_seen"] == 2 * n * WORDS_PER_MESSAGE

@@ -1,0 +1,1 @@
+// Dummy bolt script: only its existence matters to the loader tests.

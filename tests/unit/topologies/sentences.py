@@ -1,0 +1,1 @@
+# Dummy spout script: only its existence matters to the loader tests.

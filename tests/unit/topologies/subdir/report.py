@@ -1,0 +1,1 @@
+# Dummy bolt script run from subdir/: only its existence matters to the loader tests.
