@@ -22,7 +22,12 @@ anything is written; the frames produced meanwhile are collected in a list and w
 
 While `run()` is active, `sys.stdout` is a writer that turns each printed line into a `log`
 message (level INFO), and file descriptor 1 is pointed at stderr, so neither a stray `print()`
-nor a child process writing to its inherited stdout can corrupt the protocol.
+nor a child process writing to its inherited stdout can corrupt the protocol. A component that
+really wants fd 1 to be the protocol pipe (say, to write raw bytes in a test) sets the class
+attribute `protect_stdout = False`.
+
+Not thread-safe: call emit/ack/fail/log only from the thread that runs `run()` (typically from
+inside the hooks).
 """
 
 from __future__ import annotations
@@ -132,7 +137,8 @@ class _Component:
     """What spouts and bolts share: the handshake, the read loop, buffered output, log/error/
     metrics, and waiting for task ids."""
 
-    #: Redirect sys.stdout (and fd 1) while running; see the module docstring.
+    #: While running, send print() to the host's log and point fd 1 at stderr. False keeps
+    #: sys.stdout and fd 1 as they are (fd 1 is then the protocol pipe, and stray output breaks it).
     protect_stdout = True
 
     def __init__(self) -> None:

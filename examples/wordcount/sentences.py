@@ -71,7 +71,8 @@ class Sentences(Spout):
                 self.log(f"all {self.limit} sentences acked ({self.replayed} replays)")
 
     def fail(self, msg_id):
-        if msg_id in self.pending:
+        # a repeated fail of an id already waiting for its replay must not replay it twice
+        if msg_id in self.pending and msg_id not in self.replay:
             self.replay.append(msg_id)
 
 

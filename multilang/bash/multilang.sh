@@ -77,12 +77,13 @@
 #   lands in the host's log) and fd 0 is /dev/null. Use `log` for messages meant for the host.
 # * Messages are buffered and written with one printf before the library blocks on a read
 #   (call multilang_flush to send logs early from a long-running function).
-# * Parsing uses one long-lived jq coprocess (no process per tuple) reading stdin. It is killed
+# * Parsing uses one long-lived jq co-process (no process per tuple) reading stdin. It is killed
 #   when the script exits; if you replace the EXIT trap, call multilang_cleanup from yours.
 #   Background processes you start inherit the protocol pipe: one that outlives the script
 #   hides the script's exit from the host until it ends too.
 # * Do not change LC_ALL / LC_CTYPE globally after the runner started (lengths in the jq ->
-#   bash encoding are counted in the locale that was active then).
+#   bash encoding are counted in the locale that was active then). UTF-8 and single-byte
+#   locales work as they are; any other multibyte locale is replaced by LC_ALL=C.
 # * A function called by the library runs in a condition context, so `set -e` does not stop it
 #   half-way; return a non-zero status yourself to fail a tuple. (`set -u` errors and `exit`
 #   still end the whole script: that is bash.)
@@ -207,6 +208,7 @@ _ml_escape() {
             while [[ $s == *[[:cntrl:]]* ]]; do
                 pre=${s%%[[:cntrl:]]*}
                 c=${s:${#pre}:1}
+                [[ -n $c ]] || break  # cannot happen with valid text; never loop forever
                 printf -v u '\\u%04x' "'$c"
                 s=${s//"$c"/"$u"}
             done ;;
@@ -615,15 +617,16 @@ run_spout() {
 }
 
 # Starts jq, does the handshake, calls on_init. The arguments name the user's functions.
+# Locals carry the _ml_ prefix: on_init runs inside this function and sees them.
 _ml_start() {
     if [[ -n $_ML_JQPID ]]; then
         printf 'multilang.sh: run_bolt / run_spout can be called only once\n' >&2
         exit 2
     fi
-    local f
-    for f; do
-        if [[ -n $f ]] && ! declare -F "$f" >/dev/null; then
-            printf 'multilang.sh: %s is not a function\n' "$f" >&2
+    local _ml_f
+    for _ml_f; do
+        if [[ -n $_ml_f ]] && ! declare -F "$_ml_f" >/dev/null; then
+            printf 'multilang.sh: %s is not a function\n' "$_ml_f" >&2
             exit 2
         fi
     done
@@ -633,17 +636,18 @@ _ml_start() {
     fi
     # Lengths from jq must be counted in the unit bash counts in: "é€" is 2 characters in a
     # UTF-8 locale and 5 bytes in the C locale; any other multibyte locale is replaced by C.
-    local probe=$'\xc3\xa9\xe2\x82\xac' bytes=true
-    case ${#probe} in
-        2) bytes=false ;;
+    local _ml_probe=$'\xc3\xa9\xe2\x82\xac' _ml_bytes=true
+    case ${#_ml_probe} in
+        2) _ml_bytes=false ;;
         5) ;;
         *) export LC_ALL=C ;;
     esac
     # A process substitution rather than `coproc`: we never write to jq (it reads stdin
     # itself), and a coproc is a job, which makes bash block and unblock signals around every
-    # command it runs (two syscalls per command, tens per tuple).
-    exec {_ML_FROM_JQ}< <(exec jq -nRj --unbuffered --argjson bytes "$bytes" "$_ML_JQ_PROGRAM" \
-                              0<&"$_ML_IN" {_ML_IN}<&- {_ML_OUT}>&-)
+    # command it runs (two syscalls per command, tens per tuple); it would also stop the
+    # component from using a coproc of its own.
+    exec {_ML_FROM_JQ}< <(exec jq -nRj --unbuffered --argjson bytes "$_ml_bytes" \
+                              "$_ML_JQ_PROGRAM" 0<&"$_ML_IN" {_ML_IN}<&- {_ML_OUT}>&-)
     _ML_JQPID=$!
     exec {_ML_IN}<&-  # only jq reads the host's messages
     if ! _ml_read_jq; then
@@ -654,10 +658,12 @@ _ml_start() {
         exit 1
     fi
     eval "$_ML_MSG"
+    # The pid goes out now, not after on_init, which may take its time; the file exists by then.
     _ML_BUF+="{\"pid\":$$}$_ML_END"
     if ! : >"$MULTILANG_PID_DIR/$$"; then
         _ml_error "cannot create the pid file $MULTILANG_PID_DIR/$$"
     fi
+    multilang_flush
     if declare -F on_init >/dev/null; then
         local _ml_rc=0
         on_init "$MULTILANG_CONF_JSON" "$MULTILANG_CONTEXT_JSON" || _ml_rc=$?

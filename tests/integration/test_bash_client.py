@@ -8,6 +8,7 @@ answers, decoded by the host's own ComponentDecoder.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import time
 from pathlib import Path
@@ -34,6 +35,7 @@ NASTY = [
     "back\\slash\\",
     "\\n is not a newline",
     "unicode: é ü 中文 😀 \u2028 \u00a0",
+    "edges: \ufffe \uffff \ufdd0 \U0010ffff \ufeff \u0300\u0301",
     "controls: \r \x01 \x07 \x08 \x0c \x1b \x1f \x7f \u0085",
     "$HOME `id` $(id) %s %d *",
     "-n",
@@ -58,6 +60,7 @@ def peers():
     for peer in started:
         if peer.proc.poll() is None:
             peer.close()
+        shutil.rmtree(peer.pid_dir, ignore_errors=True)
 
 
 def bolt(peers, script: str = SCRIPTED, env: dict | None = None, conf: dict | None = None):

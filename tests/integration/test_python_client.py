@@ -473,3 +473,13 @@ def test_report_writes_its_table_at_ticks_and_at_exit(tmp_path):
         assert sorted(os.listdir(tmp_path)) == ["report.json"]
     finally:
         peer.close()
+
+
+def test_stdout_protection_can_be_turned_off():
+    peer = start(COMPONENTS / "raw_stdout_bolt.py")
+    try:
+        peer.tuple("t1", ["x"])
+        # the raw write goes straight out; the library's own output follows at the batch's end
+        assert [peer.read(), peer.read()] == [Log("raw on fd 1", 2), Ack("t1")]
+    finally:
+        peer.close()

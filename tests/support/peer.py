@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import selectors
+import shutil
 import signal
 import subprocess
 import sys
@@ -160,3 +161,4 @@ class ComponentPeer:
             self.sel.close()
             self.proc.stdout.close()
             self.proc.stderr.close()
+            shutil.rmtree(self.pid_dir, ignore_errors=True)

@@ -125,7 +125,7 @@ def comparable(message):
 # ---- component -> host: round trips -------------------------------------------------------------
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), messages=st.lists(component_messages, min_size=1, max_size=8),
        pid=st.integers(1, 2**22), cuts=st.lists(st.integers(0, 10**6), max_size=12))
 def test_random_streams_decode_to_the_same_messages(data, messages, pid, cuts):
@@ -134,6 +134,7 @@ def test_random_streams_decode_to_the_same_messages(data, messages, pid, cuts):
     assert [comparable(m) for m in decoded] == [Pid(pid)] + [comparable(m) for m in messages]
 
 
+@settings(deadline=None)
 @given(messages=st.lists(component_messages, min_size=1, max_size=20))
 def test_byte_by_byte_feeding(messages):
     stream = encode(Pid(7)) + b"".join(encode(m) for m in messages)

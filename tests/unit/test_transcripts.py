@@ -235,4 +235,4 @@ def test_our_spout_answers_like_the_transcript(path):
     assert rest == []
     asked = [e for emits in [script["init"], *script["commands"]] for e in emits
              if e["need_task_ids"]]
-    assert logs == [f"task ids [4]" for _ in asked]
+    assert logs == ["task ids [4]" for _ in asked]

@@ -1,0 +1,123 @@
+"""`python -m host` as a real subprocess: the word-count example, exit codes, signals."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import psutil
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+WORDCOUNT = ROOT / "examples" / "wordcount" / "topology.yaml"
+# the sentences the example spout cycles through (examples/wordcount/sentences.py)
+SENTENCES = [
+    "the cow jumped over the moon",
+    "an apple a day keeps the doctor away",
+    "four score and seven years ago",
+    "snow white and the seven dwarfs",
+    "i am at two with nature",
+]
+
+
+def host(*args: str, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "host", *args], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120, **kwargs)
+
+
+def test_wordcount_example_counts_every_word_exactly(tmp_path):
+    limit = 2000
+    stats, report = tmp_path / "stats.json", tmp_path / "report.json"
+    result = host("local", str(WORDCOUNT), "--duration", "10", "--stats-json", str(stats),
+                  "-c", f"wordcount.sentences.limit={limit}",
+                  "-c", f"wordcount.report.path={report}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    data = json.loads(stats.read_text())
+    top = data["topology"]
+    assert top["name"] == "wordcount"
+    assert top["spout_tuples_acked"] == limit
+    assert top["spout_tuples_failed"] == 0 and top["spout_tuples_timed_out"] == 0
+    assert top["complete_latency_ms"]["p50"] > 0
+    expected = Counter(w for i in range(limit) for w in SENTENCES[i % len(SENTENCES)].split())
+    comps = data["components"]
+    for cid, tasks in (("sentences", 1), ("split", 2), ("count", 2), ("report", 1)):
+        assert comps[cid]["tasks"] == tasks
+        assert comps[cid]["restarts"] == 0 and comps[cid]["errors"] == 0
+        assert set(comps[cid]) >= {"tasks", "emitted", "executed", "acked", "failed",
+                                   "restarts", "errors"}
+    assert comps["sentences"]["emitted"] == limit
+    assert comps["split"]["executed"] == limit
+    assert comps["split"]["emitted"] == sum(expected.values())
+    assert comps["count"]["executed"] == sum(expected.values())
+    assert json.loads(report.read_text()) == dict(expected)
+    assert "topology wordcount: ran" in result.stdout  # the summary
+
+
+def test_bad_topology_is_one_line_and_exit_code_2(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: t\nspouts:\n  s: {command: [python, nope.py], outputs: [x]}\n"
+                   "bolts:\n  b: {command: [python, nope.py], inputs: {missing: shuffle}}\n")
+    result = host("local", str(bad))
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ")
+    assert str(bad) in lines[0] and "Traceback" not in result.stderr
+    assert host("validate", str(bad)).returncode == 2
+
+
+def test_validate_reports_ok():
+    result = host("validate", str(WORDCOUNT))
+    assert result.returncode == 0
+    assert "ok" in result.stdout and "6 task(s)" in result.stdout
+
+
+def _descendants_when_running(proc: subprocess.Popen, expected: int, timeout: float = 30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        kids = psutil.Process(proc.pid).children(recursive=True)
+        if len([k for k in kids if k.ppid() == proc.pid]) >= expected:
+            time.sleep(1.0)  # let them finish the handshake and get busy
+            return psutil.Process(proc.pid).children(recursive=True)
+        time.sleep(0.1)
+    raise AssertionError("components did not start")
+
+
+def _gone(procs, timeout: float) -> list:
+    _, alive = psutil.wait_procs(procs, timeout=timeout)
+    return alive
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_and_sigint_stop_gracefully(tmp_path, sig):
+    stats = tmp_path / "stats.json"
+    proc = subprocess.Popen([sys.executable, "-m", "host", "local", str(WORDCOUNT),
+                             "--stats-json", str(stats)], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    kids = _descendants_when_running(proc, expected=6)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err[-3000:]
+    assert f"received {signal.Signals(sig).name}" in err
+    assert not _gone(kids, timeout=5), "component processes outlived the host"
+    data = json.loads(stats.read_text())
+    assert data["topology"]["spout_tuples_acked"] > 0
+    assert data["topology"]["spout_tuples_failed"] == 0
+
+
+def test_host_sigkill_leaves_no_component_behind():
+    proc = subprocess.Popen([sys.executable, "-m", "host", "local", str(WORDCOUNT), "--quiet"],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    kids = _descendants_when_running(proc, expected=6)
+    assert any(k.name() == "jq" for k in kids), "the bash bolts' jq coprocesses are covered too"
+    proc.kill()
+    proc.wait()
+    alive = _gone(kids, timeout=5)
+    for p in alive:
+        p.kill()
+    assert not alive, f"still running after the host was killed: {[p.cmdline() for p in alive]}"
