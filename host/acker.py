@@ -81,10 +81,15 @@ class Acker:
         """A tuple with these roots was acked; `xor` is its id XOR the ids of the children it
         created (when those were not already `add`ed). Returns the roots that completed."""
         done = None
+        newest = self._buckets[0]
         for root in roots:
-            bucket, rec = self._find(root)
-            if rec is None:
-                continue  # failed, timed out or its spout died: late acks are ignored
+            rec = newest.get(root)  # most acks come well within a rotation period
+            if rec is not None:
+                bucket = newest
+            else:
+                bucket, rec = self._find(root)
+                if rec is None:
+                    continue  # failed, timed out or its spout died: late acks are ignored
             value = rec[_XOR] ^ xor
             if value:
                 rec[_XOR] = value

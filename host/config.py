@@ -37,6 +37,7 @@ RESTART_MAX = "host.restart.max"
 RESTART_WINDOW_SECS = "host.restart.window.secs"
 SHUTDOWN_GRACE_SECS = "host.shutdown.grace.secs"
 SPOUT_IDLE_MAX_SLEEP_MS = "host.spout.idle.max.sleep.ms"
+SPOUT_ACK_BATCH = "host.spout.ack.batch"
 MAX_FRAME_BYTES = "host.max.frame.bytes"
 
 HOST_PREFIX = "host."
@@ -107,6 +108,9 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key(RESTART_WINDOW_SECS, 60, _positive_number),
     Key(SHUTDOWN_GRACE_SECS, 5, _non_negative_number),
     Key(SPOUT_IDLE_MAX_SLEEP_MS, 50, _non_negative_number),
+    # ack / fail commands written to a spout before waiting for their syncs; 1 = Storm's strict
+    # one-command-at-a-time exchange
+    Key(SPOUT_ACK_BATCH, 100, _positive_int),
     Key(MAX_FRAME_BYTES, 16 * 1024 * 1024, _positive_int),
 )}
 
@@ -345,6 +349,10 @@ def shutdown_grace_secs(conf: Mapping) -> float:
 
 def spout_idle_max_sleep_ms(conf: Mapping) -> float:
     return _get(conf, SPOUT_IDLE_MAX_SLEEP_MS)
+
+
+def spout_ack_batch(conf: Mapping) -> int:
+    return _get(conf, SPOUT_ACK_BATCH)
 
 
 def max_frame_bytes(conf: Mapping) -> int:

@@ -20,7 +20,8 @@ from collections import deque
 from random import getrandbits
 from typing import Callable
 
-from multilang.codec import EncodeError, ProtocolError, TupleEncoder, dumps, encode, frame, shorten
+from multilang.codec import (EncodeError, ProtocolError, TupleEncoder, dumps, encode, frame, shorten,
+                             tuple_frame, values_json)
 from multilang.messages import (Ack, Emit, Error, Fail, Handshake, Log, Metrics, Pid, SpoutCommand,
                                 Sync, TaskIds, TupleMessage, UnknownCommand)
 
@@ -58,6 +59,10 @@ class Fault(Exception):
 class Task:
     """Per-task protocol state kept by the loop, around the task's ComponentProcess."""
 
+    @property
+    def waiting(self) -> bool:
+        return bool(self.outstanding)
+
     def __init__(self, proc: ComponentProcess, comp: Component, stats: ComponentStats,
                  conf: dict, context: dict):
         self.proc = proc
@@ -73,21 +78,23 @@ class Task:
         self.await_since: float | None = None
         self.handshake_deadline = 0.0
         self.reading = False
+        self.accepting = False  # running: tuples may be written to it
         self.stderr_window = 0.0
         self.stderr_count = 0
         self.stderr_suppressed = 0
         self.last_sent: str | None = None
         # bolts
-        self.pending: dict[str, list] = {}  # tuple id -> [int id, roots, children's xor, sent at]
-        self.backlog: deque = deque()  # (id, int id, roots, frame) waiting for room in `pending`
+        self.pending: dict[int, list] = {}  # see "the data path" in Supervisor
+        self.backlog: deque = deque()  # (tuple id, roots, frame) waiting for room in `pending`
         self.max_pending = 100
         self.spout_max_pending: int | None = None
         self.blocked = False
         self.tick_freq: int | None = None
         self.next_tick = 0.0
         # spouts
-        self.waiting = False  # a command is outstanding until `sync`
-        self.current: bytes | None = None
+        # commands written and not yet answered by `sync`, oldest first: at most one `next` /
+        # `activate` / `deactivate`, or a batch of `ack` / `fail` (see _pump_spouts)
+        self.outstanding: deque[bytes] = deque()
         self.commands: deque[bytes] = deque()  # ack / fail / activate, ahead of `next`
         self.emitted_in_exchange = 0
         self.idle_sleep = 0.0
@@ -112,6 +119,7 @@ class Supervisor:
         self.restart_window = float(cfg.restart_window_secs(conf))
         self.idle_max_sleep = float(cfg.spout_idle_max_sleep_ms(conf)) / 1000
         self.bolt_max_pending = cfg.shellbolt_max_pending(conf)
+        self.ack_batch = cfg.spout_ack_batch(conf)
         self.acker = Acker(cfg.message_timeout_secs(conf), clock,
                            cfg.message_timeouts_enabled(conf))
         self.task_map = assign_tasks(topology)
@@ -238,7 +246,7 @@ class Supervisor:
     def _next_timer(self) -> float:
         soon = float("inf")
         for t in self.spouts:
-            if (t.proc.state is State.RUNNING and not t.waiting and t.next_at > self.now
+            if (t.accepting and not t.outstanding and t.next_at > self.now
                     and self._may_next(t, ignore_idle=True)):
                 soon = min(soon, t.next_at)
         for t in self._backoff_tasks:
@@ -321,9 +329,9 @@ class Supervisor:
         self.sel.register(proc.stdout_fd, selectors.EVENT_READ, (t, "out"))
         self.sel.register(proc.stderr_fd, selectors.EVENT_READ, (t, "err"))
         t.reading = True
+        t.accepting = False
         t.pre_pid = []
-        t.waiting = False
-        t.current = None
+        t.outstanding.clear()
         t.commands.clear()
         t.idle_sleep = 0.0
         t.next_at = 0.0
@@ -340,6 +348,8 @@ class Supervisor:
 
     def _on_pid(self, t: Task, msg: Pid) -> None:
         t.proc.state = State.RUNNING
+        t.accepting = True
+        t.await_since = None  # the handshake is answered
         log.debug("%s pid=%s: handshake done", t.proc.name, t.proc.pid)
         if t.is_spout:
             if t.comp.activate and not self._stopping:
@@ -356,6 +366,7 @@ class Supervisor:
         """Report a broken task, fail what it held, and schedule its restart."""
         proc = t.proc
         was_alive = proc.alive
+        t.accepting = False
         if was_alive:
             self._drain_stderr(t)  # its last words (a traceback) belong in the report
         self._unregister(t)
@@ -405,7 +416,7 @@ class Supervisor:
         """Fail the spout tuples whose trees a dead task held, so they replay at once."""
         if t.is_spout:
             t.commands.clear()
-            t.waiting = False
+            t.outstanding.clear()
             dropped = self.acker.drop_spout_task(t.task)
             if dropped:
                 t.stats.failed += dropped
@@ -413,8 +424,8 @@ class Supervisor:
             return dropped
         outcomes: list[Outcome] = []
         for entry in t.pending.values():
-            if entry[1]:
-                outcomes.extend(self.acker.fail(entry[1]))
+            if entry[0]:
+                outcomes.extend(self.acker.fail(entry[0]))
         t.stats.failed += len(t.pending)
         t.pending.clear()
         self._spout_outcomes(outcomes, ok=False)
@@ -451,12 +462,8 @@ class Supervisor:
             self._fault(t, f"reading its stdout failed: {exc}")
             return
         if not data:
-            status = proc.poll()
-            if status is None:  # closed stdout but still running: it cannot talk to us any more
-                reason = "closed its stdout"
-            else:
-                reason = "exited"
-            self._fault(t, reason)
+            # exited, or closed its stdout while running: either way it cannot talk to us
+            self._fault(t, "exited" if proc.poll() is not None else "closed its stdout")
             return
         try:
             messages = proc.decoder.feed(data)
@@ -470,44 +477,28 @@ class Supervisor:
             self._fault(t, f"protocol error: {exc.reason}", exc.raw)
             return
         try:
-            for m in messages:
-                self._handle(t, m)
+            if t.accepting and not t.is_spout:
+                self._bolt_messages(t, messages)
+            else:
+                for m in messages:
+                    self._handle(t, m)
         except Fault as fault:
             self._fault(t, fault.reason, fault.raw)
 
     def _handle(self, t: Task, m) -> None:
-        if t.proc.state is State.STARTING:
+        """One message on the general path (handshake, spouts, anything unusual)."""
+        state = t.proc.state
+        if state is State.STARTING:
             if type(m) is Pid:
                 self._on_pid(t, m)
             else:
                 t.pre_pid.append(m)
-            return
-        if t.proc.state is not State.RUNNING:
-            return  # a task faulted by an earlier message of the same chunk
-        self._dispatch(t, m)
-
-    def _dispatch(self, t: Task, m) -> None:
-        typ = type(m)
-        if t.is_spout:
-            t.await_since = self.now if t.waiting else None
-            if typ is Emit:
-                self._spout_emit(t, m)
-            elif typ is Sync:
-                self._spout_sync(t)
+        elif state is State.RUNNING:
+            if t.is_spout:
+                self._spout_message(t, m)
             else:
-                self._common(t, m, typ)
-            return
-        t.await_since = self.now if t.pending else None
-        if typ is Emit:
-            self._bolt_emit(t, m)
-        elif typ is Ack:
-            self._bolt_ack(t, m.id, True)
-        elif typ is Fail:
-            self._bolt_ack(t, m.id, False)
-        elif typ is Sync:
-            pass
-        else:
-            self._common(t, m, typ)
+                self._bolt_messages(t, (m,))
+        # otherwise the task faulted on an earlier message of the same read: drop the rest
 
     def _common(self, t: Task, m, typ) -> None:
         if typ is Log:
@@ -529,27 +520,66 @@ class Supervisor:
             raise Fault(f"a spout sent `{m.__class__.__name__.lower()}`, which only bolts may",
                         dumps(m._asdict()))
 
-    # ---- bolts ----------------------------------------------------------------------------------
-    def _roots_of(self, t: Task, anchors) -> tuple[tuple, list | None]:
-        """The roots a new tuple inherits from its anchors, and the single anchor's pending entry
-        (whose children's XOR is deferred to its ack) when there is exactly one anchor."""
-        pending = t.pending
-        if len(anchors) == 1:
-            entry = pending.get(anchors[0])
-            if entry is None:
-                raise Fault(f"emit anchored to tuple {anchors[0]!r}, which is not pending "
-                            "(never sent, or already acked or failed)")
-            return entry[1], entry
-        roots: set = set()
-        for anchor in anchors:
-            entry = pending.get(anchor)
-            if entry is None:
-                raise Fault(f"emit anchored to tuple {anchor!r}, which is not pending "
-                            "(never sent, or already acked or failed)")
-            roots.update(entry[1])
-        return tuple(roots), None
+    # ---- the data path ------------------------------------------------------------------------
+    # A bolt task's `pending` maps the id (an int) of every tuple written to it and not yet acked
+    # to [roots, XOR of the ids of the children it emitted anchored to it, time written]. The
+    # children's XOR is applied to the roots together with the tuple's own ack, as Storm does.
 
-    def _route(self, t: Task, m: Emit) -> list[int]:
+    def _bolt_messages(self, t: Task, messages) -> None:
+        """A bolt's messages, in order: acks and emits inline, the rest through `_common`."""
+        pending = t.pending
+        acker_ack = self.acker.ack
+        acked = 0
+        try:
+            for m in messages:
+                typ = type(m)
+                if typ is Ack:
+                    key = self._pending_key(t, m.id, m)
+                    entry = pending.pop(key)
+                    acked += 1
+                    roots = entry[0]
+                    if roots:
+                        done = acker_ack(roots, key ^ entry[1])
+                        if done:
+                            self._spout_outcomes(done, ok=True)
+                elif typ is Emit:
+                    self._bolt_emit(t, m)
+                elif typ is Fail:
+                    key = self._pending_key(t, m.id, m)
+                    roots = pending.pop(key)[0]
+                    t.stats.executed += 1
+                    t.stats.failed += 1
+                    if roots:
+                        self._spout_outcomes(self.acker.fail(roots), ok=False)
+                elif typ is not Sync:
+                    self._common(t, m, typ)
+        finally:
+            stats = t.stats
+            stats.acked += acked
+            stats.executed += acked
+            if t.backlog:  # once per read, not per ack: the freed slots are written together
+                self._refill(t)
+            t.await_since = self.now if pending else None
+
+    def _pending_key(self, t: Task, tuple_id, m) -> int:
+        """The pending-map key of a tuple id that bolt message `m` refers to; a Fault when it is
+        not pending (Storm's ids are strings: a number never matches one)."""
+        if type(tuple_id) is str:
+            try:
+                key = int(tuple_id)
+                if key in t.pending:
+                    return key
+            except ValueError:
+                pass
+        if type(m) is Emit:
+            what, raw = "emit anchored to tuple", _emit_text(m)
+        else:
+            what = f"{type(m).__name__.lower()} of tuple"
+            raw = dumps({"command": type(m).__name__.lower(), "id": tuple_id})
+        raise Fault(f"{what} {tuple_id!r}, which is not pending (never sent, or already acked "
+                    "or failed)", raw)
+
+    def _targets(self, t: Task, m: Emit) -> list[int]:
         try:
             if m.task is None:
                 return self.router.targets(t.cid, m.stream, m.values)
@@ -557,99 +587,76 @@ class Supervisor:
         except RoutingError as exc:
             raise Fault(str(exc), _emit_text(m)) from None
 
-    def _values_json(self, m: Emit) -> str:
-        try:
-            text = dumps(m.values)
-            text.encode("utf-8")
-            return text
-        except (EncodeError, UnicodeEncodeError) as exc:
-            raise Fault(f"emitted values that cannot be re-encoded: {exc}") from None
-
     def _bolt_emit(self, t: Task, m: Emit) -> None:
-        targets = self._route(t, m)
+        targets = self._targets(t, m)
         anchors = m.anchors
-        if anchors:
-            roots, anchor_entry = self._roots_of(t, anchors)
+        parent = None
+        if not anchors:
+            roots = ()
+        elif len(anchors) == 1:
+            parent = t.pending[self._pending_key(t, anchors[0], m)]
+            roots = parent[0]
         else:
-            roots, anchor_entry = (), None
-        self._send_copies(t, m, targets, roots)
-        if roots and self._last_xor:
-            if anchor_entry is not None:
-                anchor_entry[2] ^= self._last_xor
+            union: set = set()
+            for anchor in anchors:
+                union.update(t.pending[self._pending_key(t, anchor, m)][0])
+            roots = tuple(union)
+        t.stats.emitted += 1
+        if targets:
+            if roots:
+                xor = self._send_copies(t, m, targets, roots)
+                if parent is not None:
+                    parent[1] ^= xor  # applied to the roots with the parent's own ack
+                else:
+                    self.acker.add(roots, xor)
             else:
-                self.acker.add(roots, self._last_xor)
+                self._send_copies(t, m, targets, roots)
         if m.task is None and m.need_task_ids:
             t.out.append(frame(dumps(targets)))
             self._dirty.add(t)
 
-    def _send_copies(self, t: Task, m: Emit, targets: list[int], roots: tuple) -> None:
-        """One copy per target task, each with its own random id; their XOR is left in
-        `self._last_xor` for the caller to account to the roots."""
-        stats = t.stats
-        stats.emitted += 1
+    def _send_copies(self, t: Task, m: Emit, targets: list[int], roots: tuple) -> int:
+        """One copy of the tuple per target task, each with its own random id; returns the XOR
+        of those ids."""
+        try:
+            values = values_json(m.values)
+        except EncodeError as exc:
+            raise Fault(f"emitted values that cannot be written back as JSON: {exc}") from None
+        prefix = self.encoder.prefix(t.cid, m.stream, t.task)
+        tasks = self.tasks
+        deliver = self._deliver
         xor = 0
-        if targets:
-            values_json = self._values_json(m)
-            encode_tuple = self.encoder.encode
-            tasks = self.tasks
-            for target in targets:
-                tid = getrandbits(64) or 1
-                sid = str(tid)
-                self._deliver(tasks[target], sid, tid, roots,
-                              encode_tuple(sid, t.cid, m.stream, t.task, values_json))
-                xor ^= tid
-            stats.transferred += len(targets)
-        self._last_xor = xor
+        for target in targets:
+            tid = getrandbits(64) or 1
+            xor ^= tid
+            deliver(tasks[target], tid, roots, tuple_frame(prefix, values, tid))
+        t.stats.transferred += len(targets)
+        return xor
 
-    def _deliver(self, b: Task, sid: str, tid: int, roots: tuple, data: bytes) -> None:
-        if b.proc.state is State.RUNNING and not b.backlog and len(b.pending) < b.max_pending:
-            b.pending[sid] = [tid, roots, 0, self.now]
+    def _deliver(self, b: Task, tid: int, roots: tuple, data: bytes) -> None:
+        """Write a tuple to bolt task `b` now if it has room, else queue it (bounded: a full
+        backlog stops the components that feed `b`)."""
+        if b.accepting and not b.backlog and len(b.pending) < b.max_pending:
+            b.pending[tid] = [roots, 0, self.now]
             b.out.append(data)
-            if b.await_since is None:
-                b.await_since = self.now
             self._dirty.add(b)
             return
-        b.backlog.append((sid, tid, roots, data))
+        b.backlog.append((tid, roots, data))
         if not b.blocked and len(b.backlog) >= self.backlog_limit:
             self._block(b, True)
 
     def _refill(self, b: Task) -> None:
         backlog, pending = b.backlog, b.pending
-        if not backlog or b.proc.state is not State.RUNNING:
+        if not backlog or not b.accepting:
             return
+        now = self.now
         while backlog and len(pending) < b.max_pending:
-            sid, tid, roots, data = backlog.popleft()
-            pending[sid] = [tid, roots, 0, self.now]
+            tid, roots, data = backlog.popleft()
+            pending[tid] = [roots, 0, now]
             b.out.append(data)
-        if b.await_since is None and pending:
-            b.await_since = self.now
         self._dirty.add(b)
         if b.blocked and len(backlog) < self.backlog_limit // 2 + 1:
             self._block(b, False)
-
-    def _bolt_ack(self, t: Task, tuple_id, ok: bool) -> None:
-        entry = t.pending.pop(tuple_id, None) if type(tuple_id) is str else None
-        if entry is None:
-            word = "ack" if ok else "fail"
-            raise Fault(f"{word} of tuple {tuple_id!r}, which is not pending (never sent, or "
-                        "already acked or failed)", dumps({"command": word, "id": tuple_id}))
-        stats = t.stats
-        stats.executed += 1
-        roots = entry[1]
-        if ok:
-            stats.acked += 1
-            if roots:
-                done = self.acker.ack(roots, entry[0] ^ entry[2])
-                if done:
-                    self._spout_outcomes(done, ok=True)
-        else:
-            stats.failed += 1
-            if roots:
-                self._spout_outcomes(self.acker.fail(roots), ok=False)
-        if t.backlog:
-            self._refill(t)
-        if not t.pending:
-            t.await_since = None
 
     def _block(self, b: Task, blocked: bool) -> None:
         """Backpressure: stop (or resume) reading the components that feed a full bolt task."""
@@ -677,28 +684,29 @@ class Supervisor:
         t.reading = on
 
     # ---- spouts ---------------------------------------------------------------------------------
-    def _spout_emit(self, t: Task, m: Emit) -> None:
-        targets = self._route(t, m)
-        reliable = m.id is not None
-        if reliable and self.acking and targets:
-            # ids first: the root's initial value is the XOR of its copies' ids
-            ids = [getrandbits(64) or 1 for _ in targets]
-            xor = 0
-            for tid in ids:
-                xor ^= tid
-            root = self.acker.open(t.task, m.id, xor)
-            roots = (root,)
-            t.stats.emitted += 1
-            t.stats.transferred += len(targets)
-            values_json = self._values_json(m)
-            for target, tid in zip(targets, ids):
-                sid = str(tid)
-                self._deliver(self.tasks[target], sid, tid, roots,
-                              self.encoder.encode(sid, t.cid, m.stream, t.task, values_json))
+    def _spout_message(self, t: Task, m) -> None:
+        typ = type(m)
+        if typ is Emit:
+            self._spout_emit(t, m)
+        elif typ is Sync:
+            self._spout_sync(t)
         else:
-            self._send_copies(t, m, targets, ())
-            if reliable:  # no acker or no subscriber: complete at once, as Storm does
-                self._spout_outcomes([Outcome(t.task, m.id, 0.0)], ok=True)
+            self._common(t, m, typ)
+        t.await_since = self.now if t.waiting else None
+
+    def _spout_emit(self, t: Task, m: Emit) -> None:
+        targets = self._targets(t, m)
+        t.stats.emitted += 1
+        if m.id is None:
+            if targets:
+                self._send_copies(t, m, targets, ())
+        elif self.acking and targets:
+            root = self.acker.open(t.task, m.id, 0)
+            self.acker.add((root,), self._send_copies(t, m, targets, (root,)))
+        else:  # no acker, or nobody subscribes: complete at once, as Storm does
+            if targets:
+                self._send_copies(t, m, targets, ())
+            self._spout_outcomes([Outcome(t.task, m.id, 0.0)], ok=True)
         if t.waiting:
             t.emitted_in_exchange += 1
         if m.task is None and m.need_task_ids:
@@ -706,17 +714,15 @@ class Supervisor:
             self._dirty.add(t)
 
     def _spout_sync(self, t: Task) -> None:
-        if not t.waiting:
+        if not t.outstanding:
             return  # a stray sync: nothing to end
-        t.waiting = False
-        t.await_since = None
-        if t.current is _NEXT:
+        if t.outstanding.popleft() is _NEXT:
             if t.emitted_in_exchange:
                 t.idle_sleep = 0.0
             else:  # nothing to emit: back off so an idle spout costs next to nothing
                 t.idle_sleep = min(self.idle_max_sleep, max(0.001, t.idle_sleep * 2))
                 t.next_at = self.now + t.idle_sleep
-        t.current = None
+        t.emitted_in_exchange = 0  # emits from now on belong to the next outstanding command
 
     def _spout_outcomes(self, outcomes: list[Outcome], ok: bool, timed_out: bool = False) -> None:
         command = "ack" if ok else "fail"
@@ -746,20 +752,32 @@ class Supervisor:
         return ignore_idle or self.now >= t.next_at
 
     def _pump_spouts(self) -> None:
+        """Give each idle spout its next command. Storm writes one command and waits for its
+        `sync`; so do we for `next`, `activate` and `deactivate`. Queued `ack` / `fail` commands
+        go out in batches of up to `host.spout.ack.batch`, their syncs matched in order: every
+        multilang library reads its commands one by one, so it cannot tell the difference, and
+        a spout task is no longer held to one round trip per acked tuple."""
         for t in self.spouts:
-            if t.waiting or t.proc.state is not State.RUNNING:
+            if t.outstanding or not t.accepting:
                 continue
-            if t.commands:
-                data = t.commands.popleft()
+            commands = t.commands
+            if commands:
+                first = commands.popleft()
+                t.outstanding.append(first)
+                t.out.append(first)
+                if first is not _ACTIVATE and first is not _DEACTIVATE:
+                    while (commands and len(t.outstanding) < self.ack_batch
+                           and commands[0] is not _ACTIVATE and commands[0] is not _DEACTIVATE):
+                        data = commands.popleft()
+                        t.outstanding.append(data)
+                        t.out.append(data)
             elif self._may_next(t):
-                data = _NEXT
+                t.outstanding.append(_NEXT)
+                t.out.append(_NEXT)
             else:
                 continue
-            t.current = data
-            t.waiting = True
             t.emitted_in_exchange = 0
             t.await_since = self.now
-            t.out.append(data)
             self._dirty.add(t)
 
     # ---- writing --------------------------------------------------------------------------------
@@ -776,6 +794,8 @@ class Supervisor:
             proc.out.clear()
             proc.out_pending = b""
             return
+        if t.await_since is None and not t.is_spout:
+            t.await_since = self.now  # it owes us an answer (an ack, a heartbeat's sync)
         try:
             done = proc.flush()
         except (BrokenPipeError, ConnectionResetError):
@@ -876,9 +896,9 @@ class Supervisor:
                     self._dirty.add(t)
                 if t.tick_freq and now >= t.next_tick:
                     t.next_tick = now + t.tick_freq
-                    sid = str(getrandbits(63))
-                    self._deliver(t, sid, 0, (), encode(TupleMessage(
-                        sid, "__system", "__tick", -1, [t.tick_freq])))
+                    tid = getrandbits(63) or 1
+                    self._deliver(t, tid, (), encode(TupleMessage(
+                        str(tid), "__system", "__tick", -1, [t.tick_freq])))
 
     def _restart_due(self) -> None:
         for t in list(self._backoff_tasks):
@@ -924,6 +944,7 @@ def _clip(line: str, limit: int = 2000) -> str:
 def _emit_text(m: Emit) -> str:
     try:
         return shorten(dumps({"command": "emit", "stream": m.stream, "tuple": m.values,
+                              **({"anchors": list(m.anchors)} if m.anchors else {}),
                               **({"task": m.task} if m.task is not None else {})}).encode())
     except EncodeError:
         return repr(m)

@@ -51,10 +51,11 @@ SCRIPT_EXTENSIONS = (".py", ".js", ".sh", ".rb")
 # ================================================================================================
 
 
-def load(path: str | os.PathLike) -> Topology:
+def load(path: str | os.PathLike, env_filter: bool = False) -> Topology:
     """Load and validate a topology file: `.yaml`/`.yml` (our format; Flux is detected by its
     keys) or `.py` (a Python file defining a module-level `topology`, a Topology or a
-    TopologyBuilder). Raises TopologyError for anything wrong with it."""
+    TopologyBuilder). Raises TopologyError for anything wrong with it. `env_filter`: replace
+    `${ENV-NAME}` in YAML files with environment variable NAME before parsing (Flux's `-e`)."""
     path = Path(path)
     if not path.exists():
         raise TopologyError("no such file", file=str(path))
@@ -63,7 +64,7 @@ def load(path: str | os.PathLike) -> Topology:
     if path.suffix == ".py":
         return _load_python(path)
     if path.suffix in (".yaml", ".yml"):
-        return _load_yaml(path)
+        return _load_yaml(path, env_filter)
     raise TopologyError(f"unknown kind of topology file '{path.suffix}': expected .yaml, .yml "
                         f"(our format or Flux) or .py (a Python file that builds the topology)",
                         file=str(path))
@@ -97,15 +98,19 @@ class _Loader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-def _parse_yaml(path: Path) -> object:
+def read_text(path: Path) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise TopologyError(f"cannot read: {e}", file=str(path)) from None
+
+
+def parse_yaml_text(text: str, *, file: str | None) -> object:
+    """YAML text -> document, with the duplicate-key check; errors name `file`."""
     try:
         return yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as e:
-        raise TopologyError(_yaml_problem(e), file=str(path)) from None
+        raise TopologyError(_yaml_problem(e), file=file) from None
 
 
 def _yaml_problem(error: yaml.YAMLError) -> str:
@@ -118,10 +123,15 @@ def _yaml_problem(error: yaml.YAMLError) -> str:
     return f"YAML syntax error at line {mark.line + 1}, column {mark.column + 1}: {text}"
 
 
-def _load_yaml(path: Path) -> Topology:
-    doc = _parse_yaml(path)
+def _load_yaml(path: Path, env_filter: bool = False) -> Topology:
+    text = read_text(path)
+    if env_filter:
+        from host.flux import substitute_env  # host.flux imports this module
+
+        text = substitute_env(text, file=str(path))
+    doc = parse_yaml_text(text, file=str(path))
     if is_flux(doc):
-        return load_flux(doc, file=str(path), base_dir=_base_dir(path))
+        return load_flux(doc, file=str(path), base_dir=_base_dir(path), env_filter=env_filter)
     return from_document(doc, file=str(path), base_dir=_base_dir(path))
 
 
@@ -138,11 +148,13 @@ def is_flux(doc: object) -> bool:
                for key in ("spouts", "bolts"))
 
 
-def load_flux(doc: dict, *, file: str | None, base_dir: Path) -> Topology:
-    """Flux YAML (spec/flux-shell.md). Not available yet: replaced when Flux support lands."""
-    raise TopologyError("this is a Flux topology (spouts/bolts with className, or streams); Flux "
-                        "YAML support is not available yet: write the topology in the host's own "
-                        "YAML format or as a Python file", file=file)
+def load_flux(doc: dict, *, file: str | None, base_dir: Path,
+              env_filter: bool = False) -> Topology:
+    """Flux YAML (spec/flux-shell.md), already parsed (and substituted when `env_filter`) -> a
+    validated Topology; see `host.flux`."""
+    from host.flux import load_flux as _load_flux  # host.flux imports this module
+
+    return _load_flux(doc, file=file, base_dir=base_dir, env_filter=env_filter)
 
 
 def from_document(doc: object, *, file: str | None = None,

@@ -61,6 +61,13 @@ def test_handshake_writes_pid_file_then_calls_initialize(start):
     assert peer.close() == 0
 
 
+def test_initialize_failure_is_reported_then_exits_1(start):
+    peer = start("basic_bolt.js", {"test.init-fail": True})
+    error = peer.read()
+    assert isinstance(error, Error) and "initialize failed" in error.msg and "cannot start" in error.msg
+    assert peer.proc.wait(5) == 1
+
+
 # ---- bolts --------------------------------------------------------------------------------------
 
 
@@ -338,10 +345,22 @@ def test_exit_0_on_stdin_eof_even_while_waiting_for_task_ids(start):
     assert spout.close() == 0
 
 
+def test_output_written_before_eof_is_not_lost(start):
+    peer = start("basic_bolt.js")
+    # A small input that fits in the pipe together with the EOF, and an emit far larger than
+    # a pipe buffer: the client sees EOF while most of its output is still queued.
+    peer.tuple("1", ["big", 2_000_000])
+    peer.proc.stdin.close()
+    emitted(peer.read(), ["x" * 2_000_000], anchors=["1"])
+    assert peer.read() == Ack("1")
+    assert peer.proc.wait(5) == 0
+
+
 def test_exit_0_on_eof_before_the_handshake(start):
     peer = start("basic_bolt.js", handshake=False)
-    assert peer.close() == 0
+    assert peer.quiet(0.1) == []  # nothing may be written before the handshake
     assert os.listdir(peer.pid_dir) == []
+    assert peer.close() == 0
 
 
 # ---- the word-count example ---------------------------------------------------------------------

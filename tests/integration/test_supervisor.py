@@ -310,3 +310,42 @@ def test_named_streams_direct_emits_task_ids_and_ticks(tmp_path):
     metrics = sup.snapshot()["components"]["router"]["metrics"]
     # need_task_ids replies: every word went to both all_sink tasks
     assert metrics["task_ids_seen"] == 2 * n * WORDS_PER_MESSAGE
+
+
+@pytest.mark.parametrize("spout", [["python", "ledger_spout.py"], ["node", "ledger_spout.js"],
+                                   ["bash", "ledger_spout.sh"]], ids=["python", "node", "bash"])
+@pytest.mark.parametrize("ack_batch", [1, 100])
+def test_spout_acks_in_batches_or_one_by_one_in_every_client(tmp_path, spout, ack_batch):
+    """Batched ack/fail commands (host.spout.ack.batch) reach every client library's spout in
+    order, each answered by its own sync; 1 is Storm's strict one-command exchange. A bolt that
+    fails every 5th tuple once makes the spouts replay while acks are batched."""
+    n = 300
+    b = TopologyBuilder("t", config={"topology.max.spout.pending": 200,
+                                     "host.spout.ack.batch": ack_batch,
+                                     "host.shutdown.grace.secs": 1})
+    b.spout("spout", spout, outputs=["sentence"],
+            config={"test.messages": n, "test.ledger": str(tmp_path / "ledger"),
+                    "test.per.next": 20})
+    b.bolt("flaky", ["python", "-c", FAIL_EVERY_FIFTH_ONCE_BOLT], outputs=[]).shuffle("spout")
+    sup = Supervisor(b.build(base_dir=COMPONENTS))
+    assert run_until(sup, all_acked(tmp_path, n)) == 0
+    fails = assert_every_message_acked_once(tmp_path, n)
+    assert set(fails) == {i for i in range(n) if i % 5 == 0}
+    comps = sup.snapshot()["components"]
+    assert comps["spout"]["restarts"] == 0 and comps["spout"]["errors"] == 0
+
+
+FAIL_EVERY_FIFTH_ONCE_BOLT = """
+from multilang import Bolt
+class Flaky(Bolt):
+    def initialize(self, conf, context):
+        self.failed = set()
+    def process(self, tup):
+        i = int(tup.values[0].split()[1])
+        if i % 5 == 0 and i not in self.failed:
+            self.failed.add(i)
+            self.fail(tup)
+        else:
+            self.ack(tup)
+Flaky().run()
+"""

@@ -276,7 +276,8 @@ def test_defaults():
         "topology.enable.message.timeouts": True, "host.handshake.timeout.secs": 30,
         "host.restart.backoff.initial.secs": 0.5, "host.restart.backoff.max.secs": 30,
         "host.restart.max": 10, "host.restart.window.secs": 60, "host.shutdown.grace.secs": 5,
-        "host.spout.idle.max.sleep.ms": 50, "host.max.frame.bytes": 16 * 1024 * 1024,
+        "host.spout.idle.max.sleep.ms": 50, "host.spout.ack.batch": 100,
+        "host.max.frame.bytes": 16 * 1024 * 1024,
     }
 
 

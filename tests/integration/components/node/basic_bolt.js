@@ -15,12 +15,14 @@ function gate(key) {
 new BasicBolt({
   initialize(conf, context) {
     if (conf['test.init']) this.log(`init ${context.componentid} ${conf['test.key']}`);
+    if (conf['test.init-fail']) throw new Error('cannot start');
   },
 
   async process(tuple, emit) {
     const [what, arg, arg2] = tuple.values;
     switch (what) {
       case 'emit': emit([arg]); break;
+      case 'big': emit(['x'.repeat(arg)]); break;
       case 'stream': emit([arg], { stream: 'other' }); break;
       case 'direct': emit([arg], { task: arg2 }); break;
       case 'unanchored': emit([arg], { anchors: [] }); break;

@@ -1,0 +1,1 @@
+# only in resources/: components running it get resources/ as their cwd
