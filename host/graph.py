@@ -85,13 +85,18 @@ def to_dot(topology: Topology) -> str:
     return "\n".join(lines) + "\n"
 
 
+def find_dot() -> str | None:
+    """Graphviz's `dot` on PATH, or None."""
+    return shutil.which("dot")
+
+
 def render(dot_text: str, fmt: str) -> bytes:
     """DOT text -> the picture in `fmt` (dot: the text itself; svg, png: through Graphviz)."""
     if fmt not in FORMATS:
         raise GraphError(f"unknown format {fmt!r}; formats are: {', '.join(FORMATS)}")
     if fmt == "dot":
         return dot_text.encode("utf-8")
-    program = shutil.which("dot")
+    program = find_dot()
     if program is None:
         raise GraphError(f"{fmt} needs Graphviz's 'dot', which is not installed: install it "
                          f"(e.g. 'apt-get install graphviz') or use --format dot")

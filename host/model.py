@@ -1,7 +1,8 @@
 """The topology model: frozen dataclasses built once by a loader, validated, then only read.
 
-Loaders (`host.topology`) build these from our YAML or a Python builder; the runtime (`host.supervisor`,
-`host.router`, `host.context`) reads them. Names follow Storm: component, stream, grouping, task.
+Loaders (`host.topology`) build these from our YAML or a Python builder; the runtime
+(`host.supervisor`, `host.router`, `host.context`) reads them. Names follow Storm: component,
+stream, grouping, task.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""One component task's child process: launch, pipes, stderr lines, liveness, stop and restart state.
+"""One component task's child process: launch, pipes, stderr lines, stop and restart state.
 
 Every OS call that starts or stops a child goes through `Launcher`, the one seam tests can replace.
 The event loop (`host.supervisor`) owns reading and writing; this module only holds per-process
@@ -16,7 +16,6 @@ import sys
 from collections import deque
 from pathlib import Path
 
-from multilang.codec import ComponentDecoder
 from multilang.paths import client_environment
 
 from .model import Component
@@ -83,7 +82,7 @@ class ComponentProcess:
         self.state = State.STOPPED
         self.proc: subprocess.Popen | None = None
         self.pid: int | None = None
-        self.decoder: ComponentDecoder | None = None
+        self.decoder = None  # the serializer's incremental decoder, new at every launch
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL)
         self._stderr_partial = b""
         self.out: list[bytes] = []  # frames to write to stdin, in order
@@ -95,14 +94,15 @@ class ComponentProcess:
         self.exit_status: int | None = None
 
     # -- launch ----------------------------------------------------------------------------------
-    def launch(self, now: float, max_frame: int) -> None:
-        """Start the process; raises OSError when it cannot be started."""
+    def launch(self, now: float, decoder) -> None:
+        """Start the process with a fresh `decoder` for its stdout (its serializer's); raises
+        OSError when it cannot be started."""
         self.proc = self.launcher.start(list(self.component.command), self.component.cwd,
                                         child_environment(self.component))
         self.pid = self.proc.pid
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             os.set_blocking(stream.fileno(), False)
-        self.decoder = ComponentDecoder(max_frame=max_frame, awaiting_pid=True)
+        self.decoder = decoder
         self.out.clear()  # cleared, not replaced: the supervisor holds this list
         self.out_pending = b""
         self._stderr_partial = b""

@@ -20,13 +20,13 @@ from collections import deque
 from random import getrandbits
 from typing import Callable
 
-from multilang.codec import (EncodeError, ProtocolError, TupleEncoder, dumps, encode, frame, shorten,
-                             tuple_frame, values_json)
+from multilang.codec import EncodeError, ProtocolError, dumps, shorten
+from multilang.serializers import Serializer, serializer
 from multilang.messages import (Ack, Emit, Error, Fail, Handshake, Log, Metrics, Pid, SpoutCommand,
-                                Sync, TaskIds, TupleMessage, UnknownCommand)
+                                Sync, TupleMessage, UnknownCommand)
 
 from . import config as cfg
-from .acker import Acker, Outcome, new_id
+from .acker import Acker, Outcome
 from .context import assign_tasks, build_conf, build_context
 from .errors import RoutingError
 from .metrics import ComponentStats, LatencyHistogram, update_metric
@@ -42,9 +42,6 @@ HOUSEKEEPING_SECS = 1.0  # heartbeats, liveness, ticks, timeouts, restarts
 STDERR_LINES_PER_SEC = 200  # beyond this a task's stderr is counted, not logged line by line
 _LOG_LEVELS = {0: logging.DEBUG, 1: logging.DEBUG, 2: logging.INFO, 3: logging.WARNING,
                4: logging.ERROR}
-_NEXT = encode(SpoutCommand("next", ""))
-_ACTIVATE = encode(SpoutCommand("activate", ""))
-_DEACTIVATE = encode(SpoutCommand("deactivate", ""))
 
 
 class Fault(Exception):
@@ -63,9 +60,14 @@ class Task:
     def waiting(self) -> bool:
         return bool(self.outstanding)
 
-    def __init__(self, proc: ComponentProcess, comp: Component, stats: ComponentStats,
-                 conf: dict, context: dict):
+    def __init__(self, proc: ComponentProcess, comp: Component, ser: Serializer,
+                 stats: ComponentStats, conf: dict, context: dict):
         self.proc = proc
+        self.ser = ser
+        # a spout's lock-step commands, encoded once; compared by identity in the outstanding queue
+        self.next_frame = ser.encode(SpoutCommand("next", ""))
+        self.activate_frame = ser.encode(SpoutCommand("activate", ""))
+        self.deactivate_frame = ser.encode(SpoutCommand("deactivate", ""))
         self.comp = comp
         self.cid = comp.id
         self.task = proc.task
@@ -125,7 +127,8 @@ class Supervisor:
         self.task_map = assign_tasks(topology)
         self.router = Router(topology, {c.id: self.task_map.tasks_of(c.id)
                                         for c in topology.components})
-        self.encoder = TupleEncoder()
+        # one per serializer in use, shared by every task that speaks it (they cache per route)
+        self._serializers: dict[str, Serializer] = {}
         self.pid_dir = tempfile.mkdtemp(prefix=f"multilang-{topology.name}-{self.run_id}-")
         os.chmod(self.pid_dir, 0o700)
         self.stats = {c.id: ComponentStats(tasks=c.parallelism) for c in topology.components}
@@ -144,7 +147,10 @@ class Supervisor:
             spout_pending = cfg.max_spout_pending(cfg.effective_config(topology, comp))
             conf = build_conf(topology, comp, self.run_id)
             for task_id in self.task_map.tasks_of(comp.id):
-                t = Task(ComponentProcess(comp, task_id, self.launcher), comp,
+                ser = self._serializers.get(comp.serializer)
+                if ser is None:
+                    ser = self._serializers[comp.serializer] = serializer(comp.serializer)
+                t = Task(ComponentProcess(comp, task_id, self.launcher), comp, ser,
                          self.stats[comp.id], conf,
                          build_context(topology, self.task_map, comp, task_id))
                 t.max_pending = self.bolt_max_pending
@@ -201,7 +207,7 @@ class Supervisor:
                     timeout = min(timeout, end_at)
                 events = self.sel.select(max(0.0, timeout - self.clock()))
                 registered = self.sel.get_map()
-                for key, mask in events:
+                for key, _ in events:
                     if registered.get(key.fd) is not key:
                         continue  # unregistered by an earlier event of this batch (a fault)
                     data = key.data
@@ -262,7 +268,7 @@ class Supervisor:
         self._drain_deadline = self.now + self.grace_secs
         for t in self.spouts:
             if t.proc.state is State.RUNNING and t.comp.activate:
-                t.commands.append(_DEACTIVATE)
+                t.commands.append(t.deactivate_frame)
 
     def _drained(self) -> bool:
         if self.now >= (self._drain_deadline or 0):
@@ -322,7 +328,7 @@ class Supervisor:
     def _start(self, t: Task) -> None:
         proc = t.proc
         try:
-            proc.launch(self.now, self.max_frame)
+            proc.launch(self.now, t.ser.decoder(self.max_frame))
         except OSError as exc:
             self._fault(t, f"cannot start {list(t.comp.command)!r}: {exc}")
             return
@@ -338,7 +344,8 @@ class Supervisor:
         t.handshake_deadline = self.now + self.handshake_secs
         t.await_since = None
         try:
-            t.out.append(encode(Handshake(self.pid_dir, t.conf, t.context)))
+            t.out.append(t.ser.encode(Handshake(self.pid_dir, t.conf,
+                                                t.ser.handshake_context(t.context))))
         except EncodeError as exc:
             self._fault(t, f"the handshake cannot be encoded: {exc}")
             return
@@ -353,14 +360,14 @@ class Supervisor:
         log.debug("%s pid=%s: handshake done", t.proc.name, t.proc.pid)
         if t.is_spout:
             if t.comp.activate and not self._stopping:
-                t.commands.appendleft(_ACTIVATE)
+                t.commands.appendleft(t.activate_frame)
         else:
             self._refill(t)
             if t.tick_freq:
                 t.next_tick = self.now + t.tick_freq
         early, t.pre_pid = t.pre_pid, []
         for m in early:  # written before the pid (e.g. storm.js logging in initialize)
-            self._dispatch(t, m)
+            self._handle(t, m)
 
     def _fault(self, t: Task, reason: str, raw: bytes | str | None = None) -> None:
         """Report a broken task, fail what it held, and schedule its restart."""
@@ -612,24 +619,30 @@ class Supervisor:
             else:
                 self._send_copies(t, m, targets, roots)
         if m.task is None and m.need_task_ids:
-            t.out.append(frame(dumps(targets)))
+            t.out.append(t.ser.task_ids(targets))
             self._dirty.add(t)
 
     def _send_copies(self, t: Task, m: Emit, targets: list[int], roots: tuple) -> int:
         """One copy of the tuple per target task, each with its own random id; returns the XOR
         of those ids."""
-        try:
-            values = values_json(m.values)
-        except EncodeError as exc:
-            raise Fault(f"emitted values that cannot be written back as JSON: {exc}") from None
-        prefix = self.encoder.prefix(t.cid, m.stream, t.task)
         tasks = self.tasks
         deliver = self._deliver
         xor = 0
+        ser = None
         for target in targets:
+            b = tasks[target]
+            if b.ser is not ser:  # serialize once per serializer the targets speak
+                ser = b.ser
+                prefix = ser.tuple_prefix(t.cid, m.stream, t.task)
+                try:
+                    values = ser.values(m.values)
+                except EncodeError as exc:
+                    raise Fault(f"emitted values that cannot be written to {b.cid}: {exc}",
+                                _emit_text(m)) from None
+                tuple_frame = ser.tuple_frame
             tid = getrandbits(64) or 1
             xor ^= tid
-            deliver(tasks[target], tid, roots, tuple_frame(prefix, values, tid))
+            deliver(b, tid, roots, tuple_frame(prefix, values, tid))
         t.stats.transferred += len(targets)
         return xor
 
@@ -710,13 +723,13 @@ class Supervisor:
         if t.waiting:
             t.emitted_in_exchange += 1
         if m.task is None and m.need_task_ids:
-            t.out.append(frame(dumps(targets)))
+            t.out.append(t.ser.task_ids(targets))
             self._dirty.add(t)
 
     def _spout_sync(self, t: Task) -> None:
         if not t.outstanding:
             return  # a stray sync: nothing to end
-        if t.outstanding.popleft() is _NEXT:
+        if t.outstanding.popleft() is t.next_frame:
             if t.emitted_in_exchange:
                 t.idle_sleep = 0.0
             else:  # nothing to emit: back off so an idle spout costs next to nothing
@@ -739,7 +752,7 @@ class Supervisor:
                     self.spout_timed_out += 1
             if t.proc.alive:
                 try:
-                    t.commands.append(encode(SpoutCommand(command, o.msg_id)))
+                    t.commands.append(t.ser.encode(SpoutCommand(command, o.msg_id)))
                 except EncodeError:  # the id came from JSON, so this cannot happen; be loud
                     log.error("%s: cannot encode message id %r", t.proc.name, o.msg_id)
 
@@ -765,15 +778,16 @@ class Supervisor:
                 first = commands.popleft()
                 t.outstanding.append(first)
                 t.out.append(first)
-                if first is not _ACTIVATE and first is not _DEACTIVATE:
+                if first is not t.activate_frame and first is not t.deactivate_frame:
                     while (commands and len(t.outstanding) < self.ack_batch
-                           and commands[0] is not _ACTIVATE and commands[0] is not _DEACTIVATE):
+                           and commands[0] is not t.activate_frame
+                           and commands[0] is not t.deactivate_frame):
                         data = commands.popleft()
                         t.outstanding.append(data)
                         t.out.append(data)
             elif self._may_next(t):
-                t.outstanding.append(_NEXT)
-                t.out.append(_NEXT)
+                t.outstanding.append(t.next_frame)
+                t.out.append(t.next_frame)
             else:
                 continue
             t.emitted_in_exchange = 0
@@ -889,15 +903,15 @@ class Supervisor:
                 continue
             if not t.is_spout:
                 if t.comp.heartbeats:
-                    t.out.append(encode(TupleMessage(str(getrandbits(63)), None, "__heartbeat",
-                                                     -1, [])))
+                    t.out.append(t.ser.encode(TupleMessage(
+                        str(getrandbits(63)), None, "__heartbeat", -1, [])))
                     if t.await_since is None:
                         t.await_since = now
                     self._dirty.add(t)
                 if t.tick_freq and now >= t.next_tick:
                     t.next_tick = now + t.tick_freq
                     tid = getrandbits(63) or 1
-                    self._deliver(t, tid, (), encode(TupleMessage(
+                    self._deliver(t, tid, (), t.ser.encode(TupleMessage(
                         str(tid), "__system", "__tick", -1, [t.tick_freq])))
 
     def _restart_due(self) -> None:

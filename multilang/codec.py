@@ -543,4 +543,5 @@ def values_json(values: list) -> bytes:
     try:
         return dumps(values).encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise EncodeError(f"cannot encode {shorten(repr(values).encode())} as UTF-8: {exc}") from exc
+        raise EncodeError(
+            f"cannot encode {shorten(repr(values).encode())} as UTF-8: {exc}") from exc

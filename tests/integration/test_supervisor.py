@@ -9,13 +9,11 @@ from __future__ import annotations
 import json
 import logging
 import os
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from host.process import State
 from host.supervisor import Supervisor
 from host.topology import TopologyBuilder
 
@@ -349,3 +347,76 @@ class Flaky(Bolt):
             self.ack(tup)
 Flaky().run()
 """
+
+
+LOGS_AND_EMITS_BEFORE_PID_BOLT = r"""
+import json, os, sys
+# Like storm.js logging in initialize(): protocol messages written before the pid reply.
+hello = json.loads(sys.stdin.readline()); sys.stdin.readline()
+sys.stdout.write('{"command":"log","msg":"initializing","level":2}\nend\n')
+sys.stdout.write('{"command":"metrics","name":"early","params":3}\nend\n')
+open(os.path.join(hello["pidDir"], str(os.getpid())), "w").close()
+sys.stdout.write('{"pid": %d}\nend\n' % os.getpid())
+sys.stdout.flush()
+for line in sys.stdin:  # then a bare bolt: ack every tuple, sync every heartbeat
+    if line.strip() == "end":
+        continue
+    msg = json.loads(line)
+    if msg.get("stream") == "__heartbeat":
+        assert msg["task"] == -1 and msg["comp"] is None and msg["tuple"] == []
+        sys.stdout.write('{"command":"metrics","name":"heartbeats","params":null}\nend\n')
+        sys.stdout.write('{"command":"sync"}\nend\n')
+    else:
+        sys.stdout.write('{"command":"ack","id":"%s"}\nend\n' % msg["id"])
+    sys.stdout.flush()
+"""
+
+
+def test_messages_written_before_the_pid_are_handled_after_the_handshake(tmp_path, caplog):
+    n = 20
+    b = TopologyBuilder("t", config={"host.shutdown.grace.secs": 1})
+    b.spout("spout", ["python", "ledger_spout.py"], outputs=["sentence"],
+            config={"test.messages": n, "test.ledger": str(tmp_path / "ledger")})
+    b.bolt("early", ["python", "-c", LOGS_AND_EMITS_BEFORE_PID_BOLT], outputs=[]).shuffle("spout")
+    sup = Supervisor(b.build(base_dir=COMPONENTS))
+    caplog.set_level(logging.INFO)
+    assert run_until(sup, lambda s: all_acked(tmp_path, n)(s) and s["topology"]["uptime_s"] > 2.5
+                     ) == 0
+    assert_every_message_acked_once(tmp_path, n)
+    comps = sup.snapshot()["components"]
+    assert comps["early"]["restarts"] == 0 and comps["early"]["errors"] == 0
+    # heartbeats: about one a second, answered with sync (else the bolt would be declared hung)
+    assert comps["early"]["metrics"]["early"] == 3
+    assert 2 <= comps["early"]["metrics"]["heartbeats"] <= 4
+    assert any(r.getMessage().endswith(": initializing") for r in caplog.records)
+
+
+ACTIVATION_SPOUT = """
+from multilang import Spout
+class Once(Spout):
+    def initialize(self, conf, context):
+        self.sent = False
+    def activate(self):
+        self.log("activated")
+    def deactivate(self):
+        self.log("deactivated")
+    def next_tuple(self):
+        if not self.sent:
+            self.sent = True
+            self.emit(["only"], id=1)
+    def ack(self, msg_id):
+        self.log(f"acked {msg_id}")
+Once().run()
+"""
+
+
+def test_spout_is_activated_once_and_deactivated_on_shutdown(tmp_path, caplog):
+    b = TopologyBuilder("t", config={"host.shutdown.grace.secs": 1})
+    b.spout("spout", ["python", "-c", ACTIVATION_SPOUT], outputs=["x"])
+    b.bolt("sink", ["python", "sink_bolt.py", str(tmp_path / "s")], outputs=[]).shuffle("spout")
+    sup = Supervisor(b.build(base_dir=COMPONENTS))
+    caplog.set_level(logging.INFO)
+    assert run_until(sup, lambda s: s["topology"]["spout_tuples_acked"] == 1) == 0
+    said = [r.getMessage().split(": ", 1)[1] for r in caplog.records
+            if r.getMessage().startswith("spout[")]
+    assert said == ["activated", "acked 1", "deactivated"]

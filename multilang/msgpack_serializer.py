@@ -1,0 +1,222 @@
+"""The MessagePack serializer (spec §11): pyleus's wire format, spoken by pystorm and streamparse
+with `serializer="msgpack"`. Pure, no I/O; the same interface as `serializers.JsonSerializer`.
+
+On the wire: back-to-back msgpack values, no `end` lines and no newlines; maps for objects,
+arrays for task-id lists. The handshake's context is reduced to `taskid` and `task->component`.
+
+Reading a component (what pyleus's Java serializer does, and where we are kinder):
+* an integer `id` in `ack` / `fail`, and integer `anchors`, become their decimal strings: bolt
+  tuple ids are strings, and a msgpack bolt has no other way to get that wrong;
+* spout message ids in `emit` are kept as they are, so `ack` / `fail` echo the value the spout
+  emitted (spec §16.5; pyleus stringifies those too, which breaks a spout whose ids are ints);
+* str and bin alike become Python str (UTF-8); anything that JSON could not carry either (map keys
+  that are not strings, extension types, invalid UTF-8) is a ProtocolError.
+"""
+
+from __future__ import annotations
+
+import msgpack
+
+from . import codec
+from .codec import DEFAULT_MAX_FRAME, EncodeError, ProtocolError
+from .messages import Pid
+
+__all__ = ["MsgpackSerializer", "MsgpackDecoder"]
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_RAW_LIMIT = 200  # bytes of an undecodable or oversized message kept for the error report
+
+
+class _Unsupported(ValueError):
+    pass
+
+
+def _plain(value):
+    """`value` with every bytes turned into str, checked to hold only what JSON can carry.
+    Lists and dicts are fixed in place: they were just unpacked and belong to nobody else."""
+    t = type(value)
+    if t in _SCALARS:
+        return value
+    if t is list:
+        for i, item in enumerate(value):
+            if type(item) not in _SCALARS:
+                value[i] = _plain(item)
+        return value
+    if t is dict:
+        if any(type(k) is bytes for k in value):
+            value = {(k.decode("utf-8") if type(k) is bytes else k): v for k, v in value.items()}
+        for k, item in value.items():
+            if type(item) not in _SCALARS:
+                value[k] = _plain(item)
+        return value
+    if t is bytes:
+        return value.decode("utf-8")
+    raise _Unsupported(f"a value of msgpack type {t.__name__}, which a tuple cannot hold")
+
+
+def _as_id(value):
+    return str(value) if type(value) is int else value
+
+
+def _message(value, awaiting_pid: bool):
+    """One unpacked value -> its typed message (codec.component_message after the msgpack fixes)."""
+    if type(value) is not dict:
+        raise ProtocolError("message is not a msgpack map")
+    try:
+        value = _plain(value)
+    except (UnicodeDecodeError, _Unsupported, RecursionError) as exc:
+        raise ProtocolError(f"cannot read the message: {exc}") from None
+    command = value.get("command")
+    if command == "ack" or command == "fail":
+        if type(value.get("id")) is int:
+            value["id"] = str(value["id"])
+    elif command == "emit":
+        anchors = value.get("anchors")
+        if type(anchors) is list:
+            value["anchors"] = [_as_id(a) for a in anchors]
+        elif type(anchors) is int:
+            value["anchors"] = str(anchors)
+    return codec.component_message(value, awaiting_pid)
+
+
+class MsgpackDecoder:
+    """What the host uses to read a msgpack component's stdout: `feed(bytes) -> [message, ...]`,
+    the same messages as codec.ComponentDecoder.
+
+    Bounded: no message may be larger than `max_frame` bytes; a bigger one is a ProtocolError as
+    soon as `max_frame` bytes of it have arrived, so memory never grows past that. A ProtocolError
+    carries the offending bytes (`raw`) and the messages decoded before them (`decoded`); the
+    decoder must not be fed after one (the host restarts the process).
+    """
+
+    __slots__ = ("_unpacker", "_buf", "_base", "_done", "max_frame", "awaiting_pid")
+
+    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME, awaiting_pid: bool = True):
+        if max_frame < 1:
+            raise ValueError("max_frame must be positive")
+        self.max_frame = max_frame
+        self.awaiting_pid = awaiting_pid
+        self._unpacker = msgpack.Unpacker(max_buffer_size=max_frame, raw=False,
+                                          strict_map_key=True, use_list=True)
+        # The bytes received that are not yet a complete message, kept only to show them in
+        # errors; `_base` is the stream offset of its first byte, `_done` the offset just past
+        # the last complete message (the unpacker's tell() is not that while it is mid-message:
+        # it counts the bytes of an incomplete message it has already parsed).
+        self._buf = bytearray()
+        self._base = 0
+        self._done = 0
+
+    @property
+    def pending(self) -> bytes:
+        """Bytes received but not yet part of a complete message."""
+        return bytes(self._buf)
+
+    def feed(self, data: bytes) -> list:
+        messages: list = []
+        view = memoryview(data)
+        while view:
+            # Feed no more than the room left, so the unpacker's buffer never exceeds max_frame
+            # and a message may be up to max_frame bytes wherever the reads happen to cut it.
+            room = self.max_frame - len(self._buf)
+            if room <= 0:
+                raise ProtocolError(
+                    f"message larger than the {self.max_frame}-byte frame limit",
+                    bytes(self._buf[:_RAW_LIMIT]), messages)
+            piece, view = view[:room], view[room:]
+            try:
+                self._unpacker.feed(piece)
+            except msgpack.BufferFull:  # cannot happen while `room` is right; stay bounded anyway
+                raise ProtocolError(
+                    f"message larger than the {self.max_frame}-byte frame limit",
+                    bytes(self._buf[:_RAW_LIMIT]), messages) from None
+            self._buf += piece
+            self._drain(messages)
+        return messages
+
+    def _drain(self, messages: list) -> None:
+        unpacker = self._unpacker
+        while True:
+            start = self._done
+            try:
+                value = unpacker.unpack()
+            except msgpack.OutOfData:
+                break
+            except (ValueError, TypeError) as exc:  # FormatError, StackError, bad UTF-8, keys
+                raise ProtocolError(f"invalid msgpack ({type(exc).__name__}: {exc})",
+                                    self._slice(start, start + _RAW_LIMIT), messages) from None
+            end = self._done = unpacker.tell()
+            try:
+                msg = _message(value, self.awaiting_pid)
+            except ProtocolError as exc:
+                raise ProtocolError(exc.reason, self._slice(start, end), messages) from None
+            if type(msg) is Pid:
+                self.awaiting_pid = False
+            messages.append(msg)
+        consumed = self._done - self._base
+        if consumed:
+            del self._buf[:consumed]
+            self._base += consumed
+
+    def _slice(self, start: int, end: int) -> bytes:
+        return bytes(self._buf[start - self._base:end - self._base])
+
+
+class MsgpackSerializer:
+    """pyleus / pystorm msgpack framing (spec §11); see serializers.Serializer for the contract."""
+
+    name = "msgpack"
+
+    def __init__(self) -> None:
+        # use_bin_type: str as msgpack str, bytes as bin (what every msgpack >= 1.0 reader expects)
+        self._packer = msgpack.Packer(use_bin_type=True, autoreset=True)
+        self._prefixes: dict[tuple, bytes] = {}
+        self._task_ids: dict[tuple, bytes] = {}
+
+    def _pack(self, value) -> bytes:
+        try:
+            return self._packer.pack(value)
+        except (TypeError, ValueError, OverflowError) as exc:  # UnicodeEncodeError is a ValueError
+            raise EncodeError(f"cannot encode {codec.shorten(repr(value).encode())} as msgpack: "
+                              f"{exc}") from exc
+
+    def decoder(self, max_frame: int) -> MsgpackDecoder:
+        return MsgpackDecoder(max_frame=max_frame, awaiting_pid=True)
+
+    def encode(self, message) -> bytes:
+        return self._pack(codec.to_wire(message))
+
+    def handshake_context(self, context: dict) -> dict:
+        # pyleus sends only these two. Task ids stay string keys ("1"), as in JSON: pyleus's Java
+        # map had int keys, which msgpack >= 1.0 readers (pystorm's included) refuse by default.
+        return {"taskid": context.get("taskid"),
+                "task->component": context.get("task->component", {})}
+
+    def tuple_prefix(self, comp: str | None, stream: str, task: int) -> bytes:
+        key = (comp, stream, task)
+        prefix = self._prefixes.get(key)
+        if prefix is None:
+            # a 5-entry fixmap; `tuple_frame` supplies the values and the `id` entry
+            pack = self._pack
+            prefix = b"".join((b"\x85", pack("comp"), pack(comp), pack("stream"), pack(stream),
+                               pack("task"), pack(task), pack("tuple")))
+            self._prefixes[key] = prefix
+        return prefix
+
+    def values(self, values: list) -> bytes:
+        return self._pack(values)
+
+    @staticmethod
+    def tuple_frame(prefix: bytes, values: bytes, tuple_id: int) -> bytes:
+        digits = b"%d" % tuple_id
+        if len(digits) <= 31:  # always, for 64-bit ids: the id fits a fixstr
+            return b"%b%b\xa2id%c%b" % (prefix, values, 0xA0 | len(digits), digits)
+        return prefix + values + msgpack.packb("id") + msgpack.packb(digits.decode())
+
+    def task_ids(self, tasks: list[int]) -> bytes:
+        key = tuple(tasks)
+        data = self._task_ids.get(key)
+        if data is None:
+            data = self._pack(list(tasks))
+            if len(self._task_ids) < 4096:
+                self._task_ids[key] = data
+        return data

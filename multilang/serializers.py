@@ -1,0 +1,88 @@
+"""Serializers: how one component's messages look on its pipes (spec §11). Pure, no I/O.
+
+The host picks one per component (`serializer: json | msgpack`) and talks to each task through it:
+decoding what the task writes, encoding what the host writes, and writing bolt input tuples in three
+cached parts (a per-(source, stream, task) prefix, the values, the id) so a tuple that goes to many
+tasks is serialized once.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from . import codec
+
+
+class Serializer(Protocol):
+    name: str
+
+    def decoder(self, max_frame: int):
+        """A fresh incremental decoder for one process's stdout: `feed(bytes) -> [message]`,
+        raising codec.ProtocolError (with `.raw` and `.decoded`)."""
+
+    def encode(self, message) -> bytes:
+        """A host -> component message (Handshake, TupleMessage, SpoutCommand, TaskIds)."""
+
+    def handshake_context(self, context: dict) -> dict:
+        """The context this serializer's components get (msgpack: reduced, spec §11)."""
+
+    def tuple_prefix(self, comp: str | None, stream: str, task: int) -> bytes:
+        """Everything of an input tuple before its values, for this source component, stream
+        and source task (cached by the implementation)."""
+
+    def values(self, values: list) -> bytes:
+        """A tuple's values, serialized once for every copy. Raises codec.EncodeError."""
+
+    def tuple_frame(self, prefix: bytes, values: bytes, tuple_id: int) -> bytes:
+        """One complete input tuple from a prefix, values and the tuple's (int) id."""
+
+    def task_ids(self, tasks: list[int]) -> bytes:
+        """A task-id reply."""
+
+
+class JsonSerializer:
+    """Storm's default: `<json>\\nend\\n` frames (spec §2)."""
+
+    name = "json"
+
+    def __init__(self) -> None:
+        self._tuples = codec.TupleEncoder()
+        self._task_ids: dict[tuple, bytes] = {}
+
+    def decoder(self, max_frame: int) -> codec.ComponentDecoder:
+        return codec.ComponentDecoder(max_frame=max_frame, awaiting_pid=True)
+
+    def encode(self, message) -> bytes:
+        return codec.encode(message)
+
+    def handshake_context(self, context: dict) -> dict:
+        return context
+
+    def tuple_prefix(self, comp: str | None, stream: str, task: int) -> bytes:
+        return self._tuples.prefix(comp, stream, task)
+
+    def values(self, values: list) -> bytes:
+        return codec.values_json(values)
+
+    tuple_frame = staticmethod(codec.tuple_frame)
+
+    def task_ids(self, tasks: list[int]) -> bytes:
+        # a handful of distinct replies per stream: cache them (bounded by the routes)
+        key = tuple(tasks)
+        data = self._task_ids.get(key)
+        if data is None:
+            data = codec.frame(codec.dumps(tasks))
+            if len(self._task_ids) < 4096:
+                self._task_ids[key] = data
+        return data
+
+
+def serializer(name: str) -> Serializer:
+    """The serializer for a component's `serializer` setting."""
+    if name == "json":
+        return JsonSerializer()
+    if name == "msgpack":
+        from .msgpack_serializer import MsgpackSerializer  # msgpack is needed only here
+
+        return MsgpackSerializer()
+    raise ValueError(f"unknown serializer {name!r} (json or msgpack)")
