@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test tools clean
+.PHONY: run test tools clean bench
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -12,11 +12,13 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]' --config-settings editable_mode=compat
 	touch $@
 
-# Node and jq come from the machine (the Node and bash components need them).
+# Node and jq come from the machine (the Node and bash components need them); Graphviz's `dot`
+# renders `python -m host graph --format svg|png`.
 tools:
 	@missing=""; \
 	command -v node >/dev/null 2>&1 || missing="$$missing nodejs"; \
 	command -v jq >/dev/null 2>&1 || missing="$$missing jq"; \
+	command -v dot >/dev/null 2>&1 || missing="$$missing graphviz"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing$$missing with apt-get"; \
@@ -31,6 +33,11 @@ run: $(STAMP) tools
 
 test: $(STAMP) tools
 	$(PY) -m pytest
+
+# Every benchmark (python -m benchmarks) in under 15 min; `make bench BENCH_ARGS=--quick` in under 2
+bench: $(STAMP) tools
+	$(PY) -m pip install --quiet -e '.[test,bench]' --config-settings editable_mode=compat
+	$(PY) -m benchmarks $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -27,7 +27,7 @@ from pathlib import Path
 import yaml
 
 from host.errors import TopologyError
-from host.flux import (BUILTINS, FIELDS_CLASS, FLUX_SHELL_BOLT, FLUX_SHELL_SPOUT,
+from host.flux import (FIELDS_CLASS, FLUX_SHELL_BOLT, FLUX_SHELL_SPOUT,
                        MAX_TASK_PARALLELISM, PARTIAL_KEY_GROUPING, TEST_WORD_SPOUT, Builtin,
                        builtin_for_command, resources_dir)
 from host.model import (ALL, DIRECT, FIELDS, GLOBAL, LOCAL_OR_SHUFFLE, NONE, PARTIAL_KEY, SHUFFLE,

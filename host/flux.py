@@ -23,8 +23,8 @@ directory, or `resources/` beside it when that is where the component's script i
 components in the topology jar's `resources/`). `changeChildCWD(false)` means Storm's worker
 directory; here that is the directory the host was started from (`os.getcwd()` when loading).
 
-Deviations from Flux, all kinder (an error instead of a crash or a silent surprise), are listed in
-the module's tests and in examples/storm-flux/README.md.
+Where this differs from Storm's Flux it is kinder (an error or a warning instead of a crash or a
+silent surprise); the differences are listed in examples/storm-flux/README.md.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def builtin_for_command(command: Sequence[str]) -> Builtin | None:
     return None
 
 
-# ---- keys Flux's bean model knows (SnakeYAML refuses any other) -----------------------------------
+# ---- keys Flux's bean model knows (SnakeYAML refuses any other) ---------------------------------
 
 TOPOLOGY_KEYS = ("name", "config", "components", "includes", "spouts", "bolts", "streams",
                  "topologySource", "workerHooks")
@@ -382,6 +382,7 @@ def load_flux(doc: object, *, file: str | None, base_dir: str | os.PathLike,
     if not env_filter:
         _warn_unsubstituted(doc, file)
     _merge_includes(flux, doc, base, env_filter)
+    _multilang_serializer(flux.config, file)  # a bad value is an error even with no shell parts
     fields_beans = {bean_id: _fields_bean(d) for bean_id, d in flux.beans.items()}
     spouts = [_component(d, SPOUT, flux, base) for d in flux.spouts.values()]
     bolts = {d.body["id"]: _component(d, BOLT, flux, base) for d in flux.bolts.values()}
@@ -438,14 +439,15 @@ def _component(d: _Def, kind: str, flux: _FluxDoc, base: Path) -> Component:
                             key="className", **where)
     for key in ("factory", "factoryArgs"):
         if body.get(key) is not None:
-            raise TopologyError(f"static factories build Java objects; the shell wrappers are "
-                                f"made with constructorArgs", key=key, **where)
+            raise TopologyError("static factories build Java objects; the shell wrappers are "
+                                "made with constructorArgs", key=key, **where)
     if class_name in SHELL_CLASSES.values():
         if class_name != SHELL_CLASSES[kind]:
             raise TopologyError(f"{class_name} is a {'bolt' if kind == SPOUT else 'spout'} "
                                 f"class listed under {kind}s; use {SHELL_CLASSES[kind]}",
                                 key="className", **where)
-        component = _shell_component(d, kind, base)
+        component = replace(_shell_component(d, kind, base),
+                            serializer=_multilang_serializer(flux.config, d.file))
     elif class_name in BUILTINS:
         component = _builtin_component(d, kind, BUILTINS[class_name], base)
     else:
@@ -458,6 +460,25 @@ def _component(d: _Def, kind: str, flux: _FluxDoc, base: Path) -> Component:
         # Flux applies the per-component `config:` map after the component's own configuration
         component = replace(component, config={**component.config, **config})
     return component
+
+
+# topology.multilang.serializer (spec §11): Storm's own JSON serializer, or a MessagePack one such
+# as pyleus's; it applies to shell components only (the built-ins stand for Java classes).
+MULTILANG_SERIALIZER = "topology.multilang.serializer"
+JSON_SERIALIZERS = ("org.apache.storm.multilang.JsonSerializer",
+                    "backtype.storm.multilang.JsonSerializer")
+
+
+def _multilang_serializer(config: dict, file: str | None) -> str:
+    name = config.get(MULTILANG_SERIALIZER)
+    if name is None or name in JSON_SERIALIZERS:
+        return "json"
+    if isinstance(name, str) and ("msgpack" in name.lower() or "messagepack" in name.lower()):
+        return "msgpack"
+    raise TopologyError(f"unknown serializer {name!r}: this host speaks JSON "
+                        f"({JSON_SERIALIZERS[0]}) and MessagePack (a class with MessagePack in "
+                        "its name, e.g. com.yelp.pyleus.serializer.MessagePackSerializer)",
+                        file=file, key=MULTILANG_SERIALIZER)
 
 
 def _tasks(body: dict, d: _Def) -> int:

@@ -74,6 +74,7 @@ def to_dot(topology: Topology) -> str:
              "  rankdir=LR;",
              f"  label={quote(f'topology {topology.name}')};",
              "  labelloc=t;",
+             '  fontname="Helvetica";',
              '  node [fontname="Helvetica", fontsize=11];',
              '  edge [fontname="Helvetica", fontsize=10];']
     if topology.spouts:

@@ -109,6 +109,8 @@ class Route:
 class Router:
     def __init__(self, topology: Topology, component_tasks: dict[str, list[int]]):
         self._routes: dict[tuple[str, str], Route] = {}
+        # (source, stream) -> values -> target tasks, for regular emits: one call per tuple
+        self._regular: dict[tuple[str, str], Chooser] = {}
         for comp in topology.components:
             for stream, fields in comp.outputs.items():
                 route = Route(len(fields))
@@ -133,6 +135,7 @@ class Router:
                     else:  # the loader validates groupings; this is a bug, not user input
                         raise AssertionError(f"unknown grouping {g.type!r}")
                 self._routes[(comp.id, stream)] = route
+                self._regular[(comp.id, stream)] = self._compile(comp.id, stream, route)
 
     def _route(self, source: str, stream: str, values: list) -> Route:
         route = self._routes.get((source, stream))
@@ -144,19 +147,53 @@ class Router:
                 f"{route.field_count} fields")
         return route
 
-    def targets(self, source: str, stream: str, values: list) -> list[int]:
-        """The tasks a regular (non-direct) emit goes to, in subscriber order."""
-        route = self._route(source, stream, values)
-        if route.has_direct:
-            raise RoutingError(f"regular emit to stream '{stream}', which a bolt subscribes to "
-                               "with direct grouping (use a direct emit)")
+    @staticmethod
+    def _compile(source: str, stream: str, route: Route) -> Chooser:
+        fields = route.field_count
         choosers = route.choosers
+
+        def wrong_count(values: list) -> RoutingError:
+            return RoutingError(f"emit of {len(values)} values to stream '{stream}', which "
+                                f"declares {fields} fields")
+
+        if route.has_direct:
+            def direct_only(values: list) -> list:
+                raise RoutingError(f"regular emit to stream '{stream}', which a bolt subscribes "
+                                   "to with direct grouping (use a direct emit)")
+            return direct_only
+        if not choosers:
+            def nowhere(values: list) -> list:
+                if len(values) != fields:
+                    raise wrong_count(values)
+                return []
+            return nowhere
         if len(choosers) == 1:
-            return choosers[0](values)
-        out: list[int] = []
-        for choose in choosers:
-            out.extend(choose(values))
-        return out
+            choose = choosers[0]
+
+            def one(values: list) -> list:
+                if len(values) != fields:
+                    raise wrong_count(values)
+                return choose(values)
+            return one
+
+        def several(values: list) -> list:
+            if len(values) != fields:
+                raise wrong_count(values)
+            out: list[int] = []
+            for choose in choosers:
+                out.extend(choose(values))
+            return out
+        return several
+
+    def targets(self, source: str, stream: str, values: list) -> list[int]:
+        """The tasks a regular (non-direct) emit goes to, in subscriber order. The list may be
+        shared: do not change it."""
+        try:
+            route = self._regular[(source, stream)]
+        except KeyError:
+            raise RoutingError(
+                f"emit to stream '{stream}', which '{source}' does not declare") from None
+        return route(values)
 
     def direct_target(self, source: str, stream: str, values: list, task: int) -> int:
         """Check a direct emit to `task`; returns the task."""

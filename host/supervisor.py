@@ -541,8 +541,11 @@ class Supervisor:
             for m in messages:
                 typ = type(m)
                 if typ is Ack:
-                    key = self._pending_key(t, m.id, m)
-                    entry = pending.pop(key)
+                    try:
+                        key = int(m.id) if type(m.id) is str else None
+                        entry = pending.pop(key)
+                    except (KeyError, ValueError):
+                        self._pending_key(t, m.id, m)  # raises the Fault that says why
                     acked += 1
                     roots = entry[0]
                     if roots:
@@ -595,13 +598,23 @@ class Supervisor:
             raise Fault(str(exc), _emit_text(m)) from None
 
     def _bolt_emit(self, t: Task, m: Emit) -> None:
-        targets = self._targets(t, m)
+        if m.task is None:
+            try:
+                targets = self.router.targets(t.cid, m.stream, m.values)
+            except RoutingError as exc:
+                raise Fault(str(exc), _emit_text(m)) from None
+        else:
+            targets = self._targets(t, m)
         anchors = m.anchors
         parent = None
         if not anchors:
             roots = ()
         elif len(anchors) == 1:
-            parent = t.pending[self._pending_key(t, anchors[0], m)]
+            try:
+                anchor = anchors[0]
+                parent = t.pending[int(anchor) if type(anchor) is str else None]
+            except (KeyError, ValueError):
+                self._pending_key(t, anchors[0], m)  # raises the Fault that says why
             roots = parent[0]
         else:
             union: set = set()

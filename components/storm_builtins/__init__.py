@@ -3,9 +3,10 @@ with our Python client and launched like any user component (`python -m
 components.storm_builtins.<module>`). The Flux loader (`host.flux.BUILTINS`) maps the class names
 to these modules by name; `host/` never imports this package.
 
-| Java class | module | behaviour |
-|---|---|---|
-| org.apache.storm.flux.wrappers.bolts.LogInfoBolt | log_info_bolt | logs every tuple at INFO, acks it; declares no output |
-| org.apache.storm.testing.TestWordCounter | test_word_counter | counts field 0 (a word), emits [word, count] anchored, acks |
-| org.apache.storm.testing.TestWordSpout | test_word_spout | one random word of five every 100 ms on `word`, unreliable (no message id), as Storm's |
+* `org.apache.storm.flux.wrappers.bolts.LogInfoBolt` -> `log_info_bolt`: logs every tuple at
+  INFO and acks it; declares no output.
+* `org.apache.storm.testing.TestWordCounter` -> `test_word_counter`: counts field 0 (a word),
+  emits `[word, count]` anchored to the input, acks it.
+* `org.apache.storm.testing.TestWordSpout` -> `test_word_spout`: one random word of five every
+  100 ms on field `word`, unreliable (no message id), as Storm's.
 """

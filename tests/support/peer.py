@@ -2,12 +2,16 @@
 
 Used by the client-library conformance tests: start a real bash / Node / Python component, do the
 handshake, write messages, read what it answers, with timeouts so a broken component fails the test
-instead of hanging it.
+instead of hanging it. It speaks JSON unless given another serializer (`serializer="msgpack"`),
+through the same `multilang.serializers` objects as the host: the same decoder, the same reduced
+handshake context, and tuples with decimal ids written as the host writes them (cached prefix +
+values + id).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import selectors
 import shutil
 import signal
@@ -17,11 +21,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from multilang.codec import ComponentDecoder, encode
+from multilang.codec import DEFAULT_MAX_FRAME
 from multilang.messages import Handshake, Pid, SpoutCommand, TaskIds, TupleMessage
 from multilang.paths import client_environment
+from multilang.serializers import Serializer, serializer as serializer_named
 
 HOST_BIN = str(Path(sys.executable).parent)
+_HOST_TUPLE_ID = re.compile(r"0|[1-9][0-9]{0,19}")  # what the host's own tuple ids look like
 
 
 def make_context(taskid: int = 3, componentid: str = "comp", outputs=None, sources=None,
@@ -43,7 +49,10 @@ def make_context(taskid: int = 3, componentid: str = "comp", outputs=None, sourc
 
 
 class ComponentPeer:
-    def __init__(self, argv: list[str], cwd: str | None = None, env: dict | None = None):
+    def __init__(self, argv: list[str], cwd: str | None = None, env: dict | None = None,
+                 serializer: str | Serializer = "json"):
+        self.serializer = (serializer_named(serializer) if isinstance(serializer, str)
+                           else serializer)
         self.pid_dir = tempfile.mkdtemp(prefix="peer-pids-")
         full_env = client_environment(env)
         full_env["PATH"] = HOST_BIN + os.pathsep + full_env.get("PATH", "")
@@ -52,7 +61,7 @@ class ComponentPeer:
                                      start_new_session=True)
         os.set_blocking(self.proc.stdout.fileno(), False)
         os.set_blocking(self.proc.stderr.fileno(), False)
-        self.decoder = ComponentDecoder()
+        self.decoder = self.serializer.decoder(DEFAULT_MAX_FRAME)
         self.inbox: list = []
         self.stderr = b""
         self.sel = selectors.DefaultSelector()
@@ -62,8 +71,7 @@ class ComponentPeer:
 
     # -- writing ---------------------------------------------------------------------------------
     def send(self, message) -> None:
-        self.proc.stdin.write(encode(message))
-        self.proc.stdin.flush()
+        self.send_raw(self.serializer.encode(message))
 
     def send_raw(self, data: bytes) -> None:
         self.proc.stdin.write(data)
@@ -72,7 +80,8 @@ class ComponentPeer:
     def handshake(self, conf: dict | None = None, context: dict | None = None,
                   timeout: float = 10) -> int:
         conf = {"topology.name": "test", "topology.debug": False, **(conf or {})}
-        self.send(Handshake(self.pid_dir, conf, context or make_context()))
+        context = self.serializer.handshake_context(context or make_context())
+        self.send(Handshake(self.pid_dir, conf, context))
         pid = self.read(timeout)
         assert isinstance(pid, Pid), f"expected the pid reply, got {pid!r}"
         deadline = time.monotonic() + timeout
@@ -83,7 +92,12 @@ class ComponentPeer:
 
     def tuple(self, id: str, values: list, comp: str = "spout", stream: str = "default",
               task: int = 1) -> None:
-        self.send(TupleMessage(id, comp, stream, task, values))
+        if _HOST_TUPLE_ID.fullmatch(id) and int(id) < 2**64:
+            ser = self.serializer  # the host's data path: these frames must be read the same
+            self.send_raw(ser.tuple_frame(ser.tuple_prefix(comp, stream, task),
+                                          ser.values(values), int(id)))
+        else:
+            self.send(TupleMessage(id, comp, stream, task, values))
 
     def heartbeat(self, id: str = "hb-1") -> None:
         self.send(TupleMessage(id, None, "__heartbeat", -1, []))

@@ -15,7 +15,8 @@ from host import config as cfg
 from host.cli import main
 from host.context import grouping_json
 from host.errors import TopologyError
-from host.flux import BUILTINS, LOG_INFO_BOLT, TEST_WORD_COUNTER, TEST_WORD_SPOUT, substitute_env
+from host.flux import (BUILTINS, LOG_INFO_BOLT, TEST_WORD_COUNTER, TEST_WORD_SPOUT, load_flux,
+                       substitute_env)
 from host.model import (ALL, BOLT, DIRECT, FIELDS, GLOBAL, LOCAL_OR_SHUFFLE, NONE, PARTIAL_KEY,
                         SHUFFLE, SPOUT, Grouping, Input)
 from host.topology import load
@@ -129,7 +130,7 @@ def test_grouping_arguments_a_type_does_not_use_are_ignored_with_a_warning(proje
 def test_every_config_method_constructor_and_property(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)  # changeChildCWD(false): the directory the host runs in
     t = load(FLUX / "config_methods.yaml")
-    spout, split, prop = t.component("two-args"), t.component("one-arg"), t.component("with-property")
+    spout, split, prop = (t.component(i) for i in ("two-args", "one-arg", "with-property"))
     # two-argument constructor + setNamedStream; argv exactly as written
     assert spout.kind == SPOUT
     assert spout.command == ("python", "-c", "print('never run')")
@@ -148,7 +149,8 @@ def test_every_config_method_constructor_and_property(monkeypatch, tmp_path):
     assert split.cwd == str(FLUX)  # changeChildCWD(true): the resources directory
     assert split.parallelism == 4  # numTasks: one subprocess per task
     assert prop.outputs == {"default": ("out",)} and prop.env == {"FROM_PROPERTY": "1"}
-    assert prop.parallelism == 3 and prop.inputs == (Input("one-arg", "lengths", Grouping(SHUFFLE)),)
+    assert prop.parallelism == 3
+    assert prop.inputs == (Input("one-arg", "lengths", Grouping(SHUFFLE)),)
     # Storm drops topology-wide keys from component config; the topology's own keys reach all
     conf = cfg.effective_config(t, split)
     assert "topology.subprocess.timeout.secs" not in conf
@@ -478,3 +480,42 @@ def test_builtin_modules_are_importable_from_any_directory(tmp_path):
                             env={**os.environ, "PYTHONPATH": ""})
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "components.storm_builtins.test_word_counter"
+
+
+def test_env_filter_also_applies_to_our_own_yaml(project, monkeypatch):
+    monkeypatch.setenv("FLUX_TEST_NATIVE_NAME", "native-from-env")
+    path = write(project, """\
+        name: ${ENV-FLUX_TEST_NATIVE_NAME}
+        spouts:
+          spout: {command: [python, spout.py], outputs: [word]}
+        bolts:
+          bolt: {command: [python, bolt.py], inputs: {spout: shuffle}}
+    """)
+    assert load(path, env_filter=True).name == "native-from-env"
+    assert load(path).name == "${ENV-FLUX_TEST_NATIVE_NAME}"
+
+
+@pytest.mark.parametrize("name, expected", [
+    (None, "json"),
+    ("org.apache.storm.multilang.JsonSerializer", "json"),
+    ("backtype.storm.multilang.JsonSerializer", "json"),
+    ("com.yelp.pyleus.serializer.MessagePackSerializer", "msgpack"),
+])
+def test_multilang_serializer_applies_to_shell_components_only(tmp_path, name, expected):
+    (tmp_path / "s.py").write_text("")
+    config = {} if name is None else {"topology.multilang.serializer": name}
+    doc = {"name": "t", "config": config,
+           "spouts": [{"id": "words", "className": "org.apache.storm.testing.TestWordSpout"}],
+           "bolts": [{"id": "shell", "className": BOLT_CLASS,
+                      "constructorArgs": [["python", "s.py"], ["word"]]}],
+           "streams": [{"from": "words", "to": "shell", "grouping": {"type": "SHUFFLE"}}]}
+    topology = load_flux(doc, file=str(tmp_path / "t.yaml"), base_dir=tmp_path)
+    assert topology.component("shell").serializer == expected
+    assert topology.component("words").serializer == "json"  # a built-in: Storm's Java class
+
+
+def test_unknown_multilang_serializer_is_an_error(tmp_path):
+    doc = {"name": "t", "config": {"topology.multilang.serializer": "com.example.Thrift"},
+           "spouts": [{"id": "words", "className": "org.apache.storm.testing.TestWordSpout"}]}
+    with pytest.raises(TopologyError, match="unknown serializer"):
+        load_flux(doc, file="t.yaml", base_dir=tmp_path)

@@ -418,12 +418,14 @@ def test_config_dates_are_refused_because_components_get_json(project):
 
 # ---- Flux detection -----------------------------------------------------------------------------
 
-def test_flux_file_is_detected_and_refused_for_now():
+def test_flux_file_goes_to_the_flux_loader():
+    # the fixture names a script that is not there: the Flux loader's own validation says so
     path = FIXTURES / "flux.yaml"
     with pytest.raises(TopologyError) as info:
         load(path)
     assert info.value.file == str(path)
-    assert "Flux YAML support is not available yet" in info.value.problem
+    assert info.value.component == "sentence-spout"
+    assert "randomsentence.js" in info.value.problem
 
 
 @pytest.mark.parametrize("doc, flux", [

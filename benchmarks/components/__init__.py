@@ -1,0 +1,1 @@
+"""The benchmarks' components: multilang programs run by the host (not imported by it)."""

@@ -1,0 +1,46 @@
+"""latency-under-load: the Python word count driven at 50% of its maximum rate.
+
+Every round first runs the word count flat out (the baseline: its maximum sentences/s and the
+latency at saturation), then again with the spout paced at half of what that run achieved;
+complete latency p50/p99/p99.9 of the paced run is the figure. Latency is the host's complete
+latency: from the spout's emit reaching the host to the last ack of its tree.
+"""
+
+from __future__ import annotations
+
+from .harness import Context, Result, round_robin
+from .wordcount import run_wordcount
+
+NAME = "latency-under-load"
+DESCRIPTION = "Python word count at 50% of its maximum rate (paced spout): complete latency"
+FULL, HALF = "max rate (baseline)", "50% of max rate"
+COLUMNS = [("sentences_per_s", "sentences/s"), ("target_rate", "paced at/s"),
+           ("latency_p50_ms", "p50 ms"), ("latency_p99_ms", "p99 ms"),
+           ("latency_p999_ms", "p99.9 ms"), ("host_cpu_pct", "host CPU %")]
+PER_NEXT = 100
+
+
+def run(ctx: Context) -> Result:
+    result = Result(NAME, ctx, DESCRIPTION, baseline=FULL)
+    last_max: list[float] = []
+
+    def full() -> dict:
+        m = run_wordcount(ctx, split="python", per_next=PER_NEXT)
+        last_max.append(m["sentences_per_s"])
+        return m
+
+    def half() -> dict:
+        rate = max(1.0, 0.5 * last_max[-1])
+        m = run_wordcount(ctx, split="python", per_next=PER_NEXT, rate=rate)
+        m["target_rate"] = rate
+        return m
+
+    samples = round_robin({FULL: full, HALF: half}, ctx.mode.runs, ctx, NAME)
+    result.add(FULL, samples[FULL], {"per_next": PER_NEXT})
+    result.add(HALF, samples[HALF], {"per_next": PER_NEXT, "rate": "0.5 x the max run before it"})
+    result.ratio("p99 at 50% / p99 at max", result.median(HALF, "latency_p99_ms"),
+                 result.median(FULL, "latency_p99_ms"))
+    result.targets[HALF] = "complete latency p99 <= 20 ms"
+    result.notes.append("latencies come from the host's histogram (log-linear buckets, within "
+                        "~6%), over the measured window only")
+    return result

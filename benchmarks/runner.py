@@ -1,0 +1,161 @@
+"""Runs one benchmark topology in this process, as the host would, and measures it from inside:
+
+    python -m benchmarks.runner SPEC.json OUT.json
+
+Why not `python -m host local --stats-json`: the stats file covers the whole run (start-up and
+drain included) and has no p99.9. Here the Supervisor runs exactly as under the CLI (minus the
+live view), and its report callback opens measured windows once every task is up and a warm-up
+has passed: per window, the counters' deltas, this process's CPU (the host's), its children's CPU
+(the components', jq co-processes included) and the complete latency of the roots acked in it
+(the latency histogram is replaced at each window boundary).
+
+SPEC: {"builder", "params" (see benchmarks.topologies), "warmup", "windows", "window",
+"max_secs", "stop_when_acked" (optional), "companion" (optional argv of a process whose CPU is
+measured over the same windows), "profile" (optional path: pyinstrument's text report)}.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import psutil
+
+from host.metrics import LatencyHistogram
+from host.supervisor import Supervisor
+
+from .topologies import build
+
+COUNTERS = ("emitted", "transferred", "executed", "acked", "failed")
+
+
+class CpuMeter:
+    """Cumulative CPU seconds of a set of processes, counting ones that exited at their last
+    reading."""
+
+    def __init__(self, root: psutil.Process, children: bool):
+        self.root = root
+        self.children = children
+        self.last: dict[int, float] = {}
+
+    def total(self) -> float:
+        procs = self.root.children(recursive=True) if self.children else [self.root]
+        for p in procs:
+            try:
+                t = p.cpu_times()
+                self.last[p.pid] = t.user + t.system
+            except psutil.Error:
+                pass
+        return sum(self.last.values())
+
+
+class Windows:
+    """The report callback: waits for every task to run, then the warm-up, then measures."""
+
+    def __init__(self, sup: Supervisor, spec: dict, companion: psutil.Process | None):
+        self.sup = sup
+        self.warmup = float(spec.get("warmup", 1.0))
+        self.count = int(spec.get("windows", 1))
+        self.length = float(spec.get("window", 3.0))
+        self.stop_when_acked = spec.get("stop_when_acked")
+        me = psutil.Process()
+        self.host_cpu = CpuMeter(me, children=False)
+        self.child_cpu = CpuMeter(me, children=True)
+        self.companion_cpu = CpuMeter(companion, children=False) if companion else None
+        self.started = time.monotonic()
+        self.ready_at: float | None = None
+        self.open: dict | None = None
+        self.results: list[dict] = []
+
+    def _sample(self, snap: dict) -> dict:
+        return {
+            "t": time.monotonic(),
+            "acked": snap["topology"]["spout_tuples_acked"],
+            "failed": snap["topology"]["spout_tuples_failed"],
+            "components": {cid: {k: c[k] for k in COUNTERS}
+                           for cid, c in snap["components"].items()},
+            "host_cpu": self.host_cpu.total(),
+            "children_cpu": self.child_cpu.total(),
+            "companion_cpu": self.companion_cpu.total() if self.companion_cpu else None,
+        }
+
+    def _close(self, snap: dict) -> None:
+        a, b = self.open, self._sample(snap)
+        hist = self.sup.complete_latency
+        self.results.append({
+            "secs": b["t"] - a["t"],
+            "acked": b["acked"] - a["acked"],
+            "failed": b["failed"] - a["failed"],
+            "components": {cid: {k: b["components"][cid][k] - a["components"][cid][k]
+                                 for k in COUNTERS} for cid in b["components"]},
+            "host_cpu_s": b["host_cpu"] - a["host_cpu"],
+            "children_cpu_s": b["children_cpu"] - a["children_cpu"],
+            "companion_cpu_s": (b["companion_cpu"] - a["companion_cpu"]
+                                if b["companion_cpu"] is not None else None),
+            "latency_ms": {"p50": hist.percentile(50), "p99": hist.percentile(99),
+                           "p999": hist.percentile(99.9), "mean": hist.mean_ms(),
+                           "count": hist.count},
+        })
+        self.open = b
+        self.sup.complete_latency = LatencyHistogram()  # the next window's own
+
+    def __call__(self, snap: dict) -> None:
+        now = time.monotonic()
+        if self.ready_at is None:
+            if all(c["states"] == ["running"] for c in snap["components"].values()):
+                self.ready_at = now
+            return
+        if self.open is None:
+            if now - self.ready_at >= self.warmup:
+                self.open = self._sample(snap)
+                self.sup.complete_latency = LatencyHistogram()
+            return
+        done = (self.stop_when_acked is not None
+                and snap["topology"]["spout_tuples_acked"] >= self.stop_when_acked)
+        if done or now - self.open["t"] >= self.length:
+            self._close(snap)
+            if done or len(self.results) >= self.count:
+                self.sup.request_stop("benchmark windows done")
+
+
+def main(spec_path: str, out_path: str) -> int:
+    with open(spec_path, encoding="utf-8") as fh:
+        spec = json.load(fh)
+    topology = build(spec["builder"], spec.get("params", {}))
+    companion = None
+    if spec.get("companion"):
+        companion = subprocess.Popen(spec["companion"], stdin=subprocess.DEVNULL)
+    try:
+        sup = Supervisor(topology)
+        sup.report_every = 0.05
+        windows = Windows(sup, spec, psutil.Process(companion.pid) if companion else None)
+        sup.on_report = windows
+        profiler = None
+        if spec.get("profile"):
+            from pyinstrument import Profiler
+            profiler = Profiler(interval=0.0005)
+            profiler.start()
+        code = sup.run(float(spec.get("max_secs", 120)))
+        if profiler is not None:
+            profiler.stop()
+            with open(spec["profile"], "w", encoding="utf-8") as fh:
+                fh.write(profiler.output_text(unicode=False, color=False, show_all=False))
+    finally:
+        if companion is not None:
+            companion.kill()
+            companion.wait()
+    out = {"exit_code": code, "failure": sup.failure, "windows": windows.results,
+           "startup_s": (windows.ready_at - windows.started) if windows.ready_at else None,
+           "stats": sup.snapshot()}
+    tmp = f"{out_path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(out, fh)
+    os.replace(tmp, out_path)
+    return 0 if code == 0 and windows.results else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], sys.argv[2]))

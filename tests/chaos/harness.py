@@ -1,0 +1,265 @@
+"""The chaos harness: ledger topologies, a fault injector, and the invariant check.
+
+The host runs in the test process (a `Supervisor`); every component is a real subprocess. The
+truth about what reached the spouts comes from the ledger spouts' own files ("ack ID" / "fail ID"
+lines), never from the host's counters, so a host bug cannot hide itself.
+
+Fault schedules are random and seeded: `CHAOS_SEED=1234` replays one (the seed is printed and
+repeated in every assertion message).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import psutil
+
+from host.process import State
+from host.supervisor import Supervisor
+from host.topology import TopologyBuilder
+
+ROOT = Path(__file__).resolve().parents[2]
+COMPONENTS = Path(__file__).parent / "components"
+INTEGRATION_COMPONENTS = ROOT / "tests" / "integration" / "components" / "host"
+LANGS = ("python", "bash", "node")
+WORDS_PER_MESSAGE = 7  # "message {i} with some words in it"
+
+# The Python ledger spout of the integration tests already resumes from its ledger; the bash and
+# Node ones there do not (they re-emit everything after a restart), hence our own.
+SPOUTS = {
+    "python": ["python", str(INTEGRATION_COMPONENTS / "ledger_spout.py")],
+    "bash": ["bash", str(COMPONENTS / "ledger_spout.sh")],
+    "node": ["node", str(COMPONENTS / "ledger_spout.js")],
+}
+BOLTS = {
+    "python": ["python", str(COMPONENTS / "chaos_bolt.py")],
+    "bash": ["bash", str(COMPONENTS / "chaos_bolt.sh")],
+    "node": ["node", str(COMPONENTS / "chaos_bolt.js")],
+}
+
+# Fast restarts and short grace periods keep the tier quick; the rest are the defaults.
+BASE_CONFIG = {
+    "topology.max.spout.pending": 50,
+    "host.restart.backoff.initial.secs": 0.1,
+    "host.restart.backoff.max.secs": 1,
+    "host.shutdown.grace.secs": 2,
+}
+
+
+def chaos_seed() -> int:
+    """CHAOS_SEED from the environment, else a fresh random one."""
+    text = os.environ.get("CHAOS_SEED")
+    return int(text) if text else random.SystemRandom().randrange(1 << 32)
+
+
+# ---- ledgers ------------------------------------------------------------------------------------
+
+def read_ledger(path: Path) -> tuple[Counter, Counter, list[str]]:
+    """(acks per id, fails per id, the other lines: activate / deactivate)."""
+    acks, fails, other = Counter(), Counter(), []
+    if path.exists():
+        for line in path.read_text().splitlines():
+            kind, _, msg_id = line.partition(" ")
+            if kind == "ack":
+                acks[int(msg_id)] += 1
+            elif kind == "fail":
+                fails[int(msg_id)] += 1
+            else:
+                other.append(line)
+    return acks, fails, other
+
+
+@dataclass
+class LedgerSpec:
+    """One ledger spout: its file and how many messages (ids 0..n-1) it emits."""
+
+    path: Path
+    n: int
+
+    def complete(self) -> bool:
+        return len(read_ledger(self.path)[0]) >= self.n
+
+
+def invariant_problems(ledgers: dict[str, LedgerSpec]) -> list[str]:
+    """What breaks "every emitted id is acked to its spout exactly once, and no id is acked that
+    was never emitted"; empty when it holds."""
+    problems = []
+    for name, spec in ledgers.items():
+        acks, _, _ = read_ledger(spec.path)
+        expected = set(range(spec.n))
+        missing = sorted(expected - set(acks))
+        unknown = sorted(set(acks) - expected)
+        twice = sorted(i for i, c in acks.items() if c > 1)
+        if missing:
+            problems.append(f"{name}: {len(missing)} id(s) never acked, e.g. {missing[:10]}")
+        if unknown:
+            problems.append(f"{name}: acked id(s) never emitted: {unknown[:10]}")
+        if twice:
+            problems.append(f"{name}: {len(twice)} id(s) acked more than once, e.g. {twice[:10]}")
+    return problems
+
+
+def assert_invariant(ledgers: dict[str, LedgerSpec], seed: int, extra: str = "") -> None:
+    problems = invariant_problems(ledgers)
+    assert not problems, f"CHAOS_SEED={seed}: " + "; ".join(problems) + extra
+
+
+# ---- topologies ---------------------------------------------------------------------------------
+
+def ledger_spout(b: TopologyBuilder, name: str, lang: str, ledger: LedgerSpec, per_next: int = 1,
+                 parallelism: int = 1) -> None:
+    b.spout(name, SPOUTS[lang], outputs=["sentence"], parallelism=parallelism,
+            config={"test.messages": ledger.n, "test.ledger": str(ledger.path),
+                    "test.per.next": per_next})
+
+
+def chaos_bolt(b: TopologyBuilder, name: str, lang: str, *, sink: bool = False,
+               parallelism: int = 1, env: dict | None = None, **chaos):
+    """A chaos bolt; `chaos` keys are the component config without the `chaos.` prefix and with
+    `_` for `.` (fail_share=0.1 -> chaos.fail.share)."""
+    config = {"chaos." + k.replace("_", "."): v for k, v in chaos.items()}
+    config["chaos.sink"] = sink
+    return b.bolt(name, BOLTS[lang], outputs=[] if sink else ["word"], parallelism=parallelism,
+                  config=config, env=env)
+
+
+def linear_topology(tmp_path: Path, spout_lang: str, bolt_lang: str, *, n: int = 100,
+                    config: dict | None = None, per_next: int = 1, sink_lang: str = "python",
+                    **chaos):
+    """spout -> split (the chaos bolt under test) -> sink (a well-behaved chaos bolt, 2 tasks).
+    Returns (topology, {"spout": LedgerSpec})."""
+    ledger = LedgerSpec(tmp_path / "ledger", n)
+    b = TopologyBuilder("chaos", config={**BASE_CONFIG, **(config or {})})
+    ledger_spout(b, "spout", spout_lang, ledger, per_next=per_next)
+    env = chaos.pop("env", None)
+    chaos_bolt(b, "split", bolt_lang, env=env, **chaos).shuffle("spout")
+    chaos_bolt(b, "sink", sink_lang, sink=True, parallelism=2).fields("split", "word")
+    return b.build(base_dir=COMPONENTS), {"spout": ledger}
+
+
+# ---- running ------------------------------------------------------------------------------------
+
+def run_until(sup: Supervisor, done: Callable[[dict], bool], limit: float = 60.0,
+              every: Callable[[dict], None] | None = None) -> int:
+    """Run the supervisor until `done(snapshot)` holds (checked 5 times a second) or `limit`
+    seconds pass; `every(snapshot)` is called at each check."""
+    sup.report_every = 0.2
+
+    def check(snap: dict) -> None:
+        if every is not None:
+            every(snap)
+        if done(snap):
+            sup.request_stop("test condition met")
+
+    sup.on_report = check
+    return sup.run(limit)
+
+
+def settled(ledgers: dict[str, LedgerSpec]) -> Callable[[dict], bool]:
+    """Every ledger complete and nothing pending in the acker."""
+    return lambda snap: (snap["topology"]["spout_tuples_pending"] == 0
+                         and all(spec.complete() for spec in ledgers.values()))
+
+
+def live_pids(sup: Supervisor) -> dict[str, int]:
+    """task name -> pid of every component process the host has running now."""
+    out = {}
+    for t in list(sup.tasks.values()):
+        p = t.proc
+        popen = p.proc
+        if p.state is State.RUNNING and popen is not None and popen.returncode is None:
+            out[p.name] = popen.pid
+    return out
+
+
+def is_our_child(pid: int) -> bool:
+    """The pid is still a child of this (the host's) process: not reaped and reused."""
+    try:
+        return psutil.Process(pid).ppid() == os.getpid()
+    except psutil.Error:
+        return False
+
+
+@dataclass
+class Injected:
+    at: float
+    task: str
+    pid: int
+    fault: str
+
+
+@dataclass
+class FaultInjector:
+    """A background thread that, every `every` seconds (uniformly random in the range), picks a
+    random running component task of `sup` (matching `components`, if given) and applies a random
+    fault of `faults`: "kill" (SIGKILL) or "stop" (SIGSTOP: the host must declare it hung)."""
+
+    sup: Supervisor
+    rng: random.Random
+    every: tuple[float, float] = (0.5, 1.5)
+    faults: tuple[str, ...] = ("kill",)
+    components: tuple[str, ...] | None = None
+    start_after: float = 1.0
+    injected: list[Injected] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="fault-injector", daemon=True)
+        self.t0 = time.monotonic()
+
+    def start(self) -> FaultInjector:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    @property
+    def running(self) -> bool:
+        return not self._stop.is_set()
+
+    def counts(self) -> Counter:
+        return Counter(f.fault for f in self.injected)
+
+    def _run(self) -> None:
+        if self._stop.wait(self.start_after):
+            return
+        while not self._stop.wait(self.rng.uniform(*self.every)):
+            pids = live_pids(self.sup)
+            if self.components is not None:
+                pids = {n: p for n, p in pids.items() if n.split("[")[0] in self.components}
+            if not pids:
+                continue
+            name = self.rng.choice(sorted(pids))
+            fault = self.rng.choice(self.faults)
+            pid = pids[name]
+            if not is_our_child(pid):
+                continue
+            try:
+                os.kill(pid, signal.SIGKILL if fault == "kill" else signal.SIGSTOP)
+            except ProcessLookupError:
+                continue
+            self.injected.append(Injected(round(time.monotonic() - self.t0, 2), name, pid, fault))
+
+    def describe(self) -> str:
+        return ", ".join(f"{f.at}s {f.fault} {f.task}" for f in self.injected)
+
+
+def restarts(snap: dict) -> dict[str, int]:
+    return {cid: c["restarts"] for cid, c in snap["components"].items()}
+
+
+def assert_no_children_left(sup: Supervisor, seed: int | None = None) -> None:
+    for t in sup.tasks.values():
+        if t.proc.proc is not None:
+            assert t.proc.proc.poll() is not None, f"CHAOS_SEED={seed}: {t.proc.name} running"
+    assert not os.path.exists(sup.pid_dir)
