@@ -178,14 +178,22 @@ def table(result: Result, columns: list[tuple[str, str]]) -> str:
         return "\n".join(lines)
     header = ["variant"] + [h for _, h in columns]
     rows = [header]
+    aside = []  # variants with none of the columns' figures (a baseline of another kind)
     for variant, entry in result.variants.items():
-        rows.append([variant] + [cell(entry.get(key)) for key, _ in columns])
+        cells = [cell(entry.get(key)) for key, _ in columns]
+        if all(c == "-" for c in cells):
+            figures = [f"{k} {cell(v)}" for k, v in entry.items()
+                       if k not in ("params", "n_runs") and v]
+            aside.append(f"   {variant}: {', '.join(figures)}")
+        else:
+            rows.append([variant] + cells)
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     for i, row in enumerate(rows):
         lines.append("   " + "  ".join(c.ljust(w) if j == 0 else c.rjust(w)
                                        for j, (c, w) in enumerate(zip(row, widths))))
         if i == 0:
             lines.append("   " + "  ".join("-" * w for w in widths))
+    lines.extend(aside)
     runs = {e["n_runs"] for e in result.variants.values()}
     lines.append(f"   (median (min-max) over {'/'.join(map(str, sorted(runs)))} run(s); "
                  f"baseline: {result.baseline or '-'})")

@@ -14,11 +14,11 @@ from .harness import Context, Result, run_topology
 
 NAME = "idle"
 DESCRIPTION = "topology whose spout never emits: CPU % (100 = one core)"
-COLUMNS = [("cpu_pct", "CPU %")]
+COLUMNS = [("cpu_pct", "CPU % per window"), ("cpu_pct_whole_run", "CPU % whole run")]
 POLLER = ("import select\n"
           "while True:\n"
           "    select.select([], [], [], 0.05)\n")
-BASELINE = "baseline: python waking every 50 ms"
+BASELINE = "python waking every 50 ms"
 
 
 def run(ctx: Context) -> Result:
@@ -32,13 +32,19 @@ def run(ctx: Context) -> Result:
     windows = out["windows"]
     tasks = sum(c["tasks"] for c in out["stats"]["components"].values())
     params = {"windows": len(windows), "window_secs": mode.idle_window_secs}
-    result.add(BASELINE, [{"cpu_pct": w["companion_cpu_s"] / w["secs"] * 100} for w in windows],
-               params)
-    result.add("host", [{"cpu_pct": w["host_cpu_s"] / w["secs"] * 100} for w in windows], params)
-    result.add(f"components ({tasks} tasks, together)",
-               [{"cpu_pct": w["children_cpu_s"] / w["secs"] * 100} for w in windows], params)
-    result.ratio("host / baseline", result.median("host", "cpu_pct"),
-                 result.median(BASELINE, "cpu_pct"))
+    total = sum(w["secs"] for w in windows)
+
+    def per_window(key: str) -> list[dict]:
+        samples = [{"cpu_pct": w[key] / w["secs"] * 100} for w in windows]
+        # CPU times tick at 10 ms: over the whole run the figure is finer than per window
+        samples[0]["cpu_pct_whole_run"] = sum(w[key] for w in windows) / total * 100
+        return samples
+
+    result.add(BASELINE, per_window("companion_cpu_s"), params)
+    result.add("host", per_window("host_cpu_s"), params)
+    result.add(f"components ({tasks} tasks, together)", per_window("children_cpu_s"), params)
+    result.ratio("host / baseline (whole run)", result.median("host", "cpu_pct_whole_run"),
+                 result.median(BASELINE, "cpu_pct_whole_run"))
     result.targets["host"] = "<= 1% CPU"
     result.notes.append(f"{len(windows)} windows of {mode.idle_window_secs:g} s in one run: "
                         "median (min-max) over windows")

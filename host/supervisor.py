@@ -14,6 +14,7 @@ import selectors
 import shutil
 import signal
 import tempfile
+import threading
 import time
 import uuid
 from collections import deque
@@ -172,6 +173,8 @@ class Supervisor:
         self.now = clock()
         self.on_report: Callable[[dict], None] | None = None
         self.report_every = 0.5
+        # called with (component id, task id, Emit) for every emit, when set (testing, tracing)
+        self.on_emit: Callable[[str, int, Emit], None] | None = None
 
     # ---- lifecycle ------------------------------------------------------------------------------
     def request_stop(self, why: str = "stop requested") -> None:
@@ -181,73 +184,97 @@ class Supervisor:
     def run(self, duration: float | None = None) -> int:
         """Run until `duration` seconds pass, a stop is requested (SIGINT / SIGTERM) or a
         component goes fatal. Returns 0, or 1 after a runtime failure."""
-        wake_r, wake_w = os.pipe()
-        os.set_blocking(wake_r, False)
-        os.set_blocking(wake_w, False)
-        self.sel.register(wake_r, selectors.EVENT_READ, None)
-        old_wakeup = signal.set_wakeup_fd(wake_w)
-        old_handlers = {}
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            old_handlers[sig] = signal.signal(sig, lambda s, f: self.request_stop(
-                f"received {signal.Signals(s).name}"))
+        self.start(duration)
         try:
-            self._started = self.now = self.clock()
-            end_at = None if duration is None else self._started + duration
-            for t in self.tasks.values():
-                self._start(t)
-            next_housekeeping = self.now + HOUSEKEEPING_SECS
-            next_report = self.now + self.report_every
-            while True:
-                if self._stop_requested and not self._stopping:
-                    self._begin_drain(self._stop_requested)
-                if self._stopping and self._drained():
-                    break
-                timeout = min(next_housekeeping, next_report, self._next_timer())
-                if end_at is not None:
-                    timeout = min(timeout, end_at)
-                events = self.sel.select(max(0.0, timeout - self.clock()))
-                registered = self.sel.get_map()
-                for key, _ in events:
-                    if registered.get(key.fd) is not key:
-                        continue  # unregistered by an earlier event of this batch (a fault)
-                    data = key.data
-                    if data is None:
-                        try:
-                            os.read(wake_r, 4096)
-                        except BlockingIOError:
-                            pass
-                        continue
-                    t, kind = data
-                    self.now = self.clock()
-                    if kind == "out":
-                        self._on_stdout(t)
-                    elif kind == "err":
-                        self._on_stderr(t)
-                    else:
-                        self._flush(t)
-                self.now = now = self.clock()
-                if end_at is not None and now >= end_at and not self._stopping:
-                    self.request_stop(f"duration of {duration:g}s reached")
-                if now >= next_housekeeping:
-                    self._housekeeping()
-                    next_housekeeping = now + HOUSEKEEPING_SECS
-                if self._backoff_tasks and not self._stopping:
-                    self._restart_due()
-                self._pump_spouts()
-                self._flush_dirty()
-                if now >= next_report:
-                    next_report = now + self.report_every
-                    if self.on_report is not None:
-                        self.on_report(self.snapshot())
+            while self.step():
+                pass
         finally:
-            self._shutdown()
-            signal.set_wakeup_fd(old_wakeup)
-            for sig, handler in old_handlers.items():
-                signal.signal(sig, handler)
-            self.sel.close()
-            os.close(wake_r)
-            os.close(wake_w)
+            self.finish()
         return 1 if self.failure else 0
+
+    def start(self, duration: float | None = None) -> None:
+        """Launch every task. In the main thread, SIGINT and SIGTERM then request a graceful
+        stop. Then call `step()` until it returns False, and `finish()` in any case."""
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self.sel.register(self._wake_r, selectors.EVENT_READ, None)
+        self._old_signals = {}
+        if threading.current_thread() is threading.main_thread():
+            self._old_wakeup = signal.set_wakeup_fd(self._wake_w)
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._old_signals[sig] = signal.signal(sig, lambda s, f: self.request_stop(
+                    f"received {signal.Signals(s).name}"))
+        self._started = self.now = self.clock()
+        self._duration = duration
+        self._end_at = None if duration is None else self._started + duration
+        for t in self.tasks.values():
+            self._start(t)
+        self._next_housekeeping = self.now + HOUSEKEEPING_SECS
+        self._next_report = self.now + self.report_every
+
+    def step(self, max_wait: float | None = None) -> bool:
+        """One turn of the loop: wait for the components (until the next timer is due, and at
+        most `max_wait` real seconds), handle what they wrote, run the due timers, write what is
+        queued. False once the run is over (stopped and drained)."""
+        if self._stop_requested and not self._stopping:
+            self._begin_drain(self._stop_requested)
+        if self._stopping and self._drained():
+            return False
+        due = min(self._next_housekeeping, self._next_report, self._next_timer())
+        if self._end_at is not None:
+            due = min(due, self._end_at)
+        wait = max(0.0, due - self.clock())
+        if max_wait is not None:
+            wait = min(wait, max_wait)
+        events = self.sel.select(wait)
+        registered = self.sel.get_map()
+        for key, _ in events:
+            if registered.get(key.fd) is not key:
+                continue  # unregistered by an earlier event of this batch (a fault)
+            data = key.data
+            if data is None:  # the signal wake-up pipe
+                try:
+                    os.read(self._wake_r, 4096)
+                except BlockingIOError:
+                    pass
+                continue
+            t, kind = data
+            self.now = self.clock()
+            if kind == "out":
+                self._on_stdout(t)
+            elif kind == "err":
+                self._on_stderr(t)
+            else:
+                self._flush(t)
+        self.now = now = self.clock()
+        if self._end_at is not None and now >= self._end_at and not self._stopping:
+            self.request_stop(f"duration of {self._duration:g}s reached")
+        if now >= self._next_housekeeping:
+            self._housekeeping()
+            self._next_housekeeping = now + HOUSEKEEPING_SECS
+        if self._backoff_tasks and not self._stopping:
+            self._restart_due()
+        self._pump_spouts()
+        self._flush_dirty()
+        if now >= self._next_report:
+            self._next_report = now + self.report_every
+            if self.on_report is not None:
+                self.on_report(self.snapshot())
+        return True
+
+    def finish(self) -> None:
+        """Stop every process (see _shutdown) and release the loop's resources."""
+        try:
+            self._shutdown()
+        finally:
+            if self._old_signals:
+                signal.set_wakeup_fd(self._old_wakeup)
+                for sig, handler in self._old_signals.items():
+                    signal.signal(sig, handler)
+            self.sel.close()
+            os.close(self._wake_r)
+            os.close(self._wake_w)
 
     def _next_timer(self) -> float:
         soon = float("inf")
@@ -634,6 +661,8 @@ class Supervisor:
         if m.task is None and m.need_task_ids:
             t.out.append(t.ser.task_ids(targets))
             self._dirty.add(t)
+        if self.on_emit is not None:
+            self.on_emit(t.cid, t.task, m)
 
     def _send_copies(self, t: Task, m: Emit, targets: list[int], roots: tuple) -> int:
         """One copy of the tuple per target task, each with its own random id; returns the XOR
@@ -738,6 +767,8 @@ class Supervisor:
         if m.task is None and m.need_task_ids:
             t.out.append(t.ser.task_ids(targets))
             self._dirty.add(t)
+        if self.on_emit is not None:
+            self.on_emit(t.cid, t.task, m)
 
     def _spout_sync(self, t: Task) -> None:
         if not t.outstanding:
