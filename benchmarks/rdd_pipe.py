@@ -13,6 +13,7 @@ import importlib.util
 import json
 import operator
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -37,7 +38,8 @@ def _spark_job(input_path: str, partitions: int) -> dict:
         sc.setLogLevel("ERROR")
         start = time.perf_counter()
         lines = sc.textFile(input_path, partitions)
-        words = lines.pipe(f"bash {COMPONENTS / 'split.sh'} --lines")
+        words = lines.pipe(f"bash {shlex.quote(str(COMPONENTS / 'split.sh'))} --lines",
+                           checkCode=True)
         counts = dict(words.map(lambda w: (w, 1)).reduceByKey(operator.add).collect())
         secs = time.perf_counter() - start
         n = lines.count()  # after the clock: counted for the rate, not timed

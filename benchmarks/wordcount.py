@@ -45,7 +45,25 @@ def window_metrics(window: dict, words_from: str = "count") -> dict:
         "host_cpu_us_per_tuple": window["host_cpu_s"] / routed * 1e6 if routed else None,
         "components_cpu_pct": window["children_cpu_s"] / secs * 100,
         "failed": window["failed"],
+        **io_metrics(window),
     }
+
+
+def io_metrics(window: dict) -> dict:
+    """The host's read and write syscalls per second and bytes per write (not in the table: for
+    whoever tunes the loop's batching)."""
+    io, secs = window.get("host_io") or {}, window["secs"]
+    out = {}
+    if "writes" in io:
+        out["host_reads_per_s"] = io["reads"] / secs
+        out["host_writes_per_s"] = io["writes"] / secs
+        out["host_bytes_per_write"] = io["write_bytes"] / io["writes"] if io["writes"] else None
+        out["host_bytes_per_read"] = io["read_bytes"] / io["reads"] if io["reads"] else None
+    if "voluntary_switches" in io:
+        out["host_voluntary_switches_per_s"] = io["voluntary_switches"] / secs
+    if "gc_secs" in io:
+        out["host_gc_pct"] = io["gc_secs"] / secs * 100
+    return out
 
 
 def run_wordcount(ctx: Context, **params) -> dict:

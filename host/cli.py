@@ -75,9 +75,11 @@ def main() -> None:
 @click.option("--quiet", is_flag=True, help="No live view; only warnings, errors and the summary.")
 @click.option("-c", "--config", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Override a topology config key (repeatable), e.g. -c topology.debug=true.")
+@click.option("--strict", is_flag=True,
+              help="Report protocol misuse per message instead of restarting the component.")
 @_env_filter_option
 def local(topology: str, duration: float | None, stats_json: str | None, quiet: bool,
-          overrides: tuple[str, ...], env_filter: bool) -> None:
+          overrides: tuple[str, ...], env_filter: bool, strict: bool) -> None:
     """Run TOPOLOGY (our YAML, a Flux YAML or a Python file) on this machine."""
     from .supervisor import Supervisor
     from .view import LiveView
@@ -85,7 +87,7 @@ def local(topology: str, duration: float | None, stats_json: str | None, quiet: 
     model = _load(topology, overrides, env_filter)
     view = LiveView(quiet=quiet)
     view.setup_logging()
-    supervisor = Supervisor(model)
+    supervisor = Supervisor(model, strict=strict)
     supervisor.on_report = view.update
     view.start()
     try:

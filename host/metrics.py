@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,14 +66,26 @@ class ComponentStats:
     restarts: int = 0
     errors: int = 0
     last_error: str | None = None
+    last_error_at: float | None = None  # wall-clock time
     metrics: dict[str, Any] = field(default_factory=dict)
+    # bolts: tuple written -> acked or failed by this bolt, sampled (1 tuple in 8)
+    process_latency: LatencyHistogram = field(default_factory=LatencyHistogram)
+
+    def error(self, text: str) -> None:
+        self.errors += 1
+        self.last_error = text
+        self.last_error_at = time.time()
 
     def as_json(self) -> dict:
         out = {"tasks": self.tasks, "emitted": self.emitted, "transferred": self.transferred,
                "executed": self.executed, "acked": self.acked, "failed": self.failed,
                "restarts": self.restarts, "errors": self.errors}
+        if self.process_latency.count:
+            out["process_latency_ms"] = {"p50": self.process_latency.percentile(50),
+                                         "p99": self.process_latency.percentile(99)}
         if self.last_error is not None:
             out["last_error"] = self.last_error
+            out["last_error_at"] = self.last_error_at
         if self.metrics:
             out["metrics"] = self.metrics
         return out

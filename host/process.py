@@ -187,6 +187,17 @@ class ComponentProcess:
             self.exit_status = status
         return status
 
+    def wait_briefly(self, seconds: float = 0.2) -> int | None:
+        """The exit status, waiting a moment for a process whose stdout just closed (it is
+        usually exiting); None if it is still running."""
+        if self.proc is None:
+            return None
+        try:
+            self.exit_status = self.proc.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            return None
+        return self.exit_status
+
     def kill_now(self) -> None:
         """SIGKILL the whole process group and reap the child; for a task already declared
         broken (hung, protocol error), where a grace period buys nothing."""

@@ -31,6 +31,7 @@ from .acker import Acker, Outcome
 from .context import assign_tasks, build_conf, build_context
 from .errors import RoutingError
 from .metrics import ComponentStats, LatencyHistogram, update_metric
+from .observe import Observations
 from .model import Component, Topology
 from .process import ComponentProcess, Launcher, State
 from .router import Router
@@ -39,14 +40,16 @@ log = logging.getLogger("host")
 component_log = logging.getLogger("host.component")
 
 READ_CHUNK = 1 << 18
-HOUSEKEEPING_SECS = 1.0  # heartbeats, liveness, ticks, timeouts, restarts
+HOUSEKEEPING_SECS = 1.0
+STRICT_SYNC_SECS = 2.0  # --strict: a spout this long without `sync` is reported  # heartbeats, liveness, ticks, timeouts, restarts
 STDERR_LINES_PER_SEC = 200  # beyond this a task's stderr is counted, not logged line by line
 _LOG_LEVELS = {0: logging.DEBUG, 1: logging.DEBUG, 2: logging.INFO, 3: logging.WARNING,
                4: logging.ERROR}
 
 
 class Fault(Exception):
-    """A task broke the protocol or the topology's rules; it is killed and restarted."""
+    """A message that breaks the protocol or the topology's rules: its task is killed and
+    restarted (with --strict, the message is reported and dropped instead)."""
 
     def __init__(self, reason: str, raw: bytes | str | None = None):
         self.reason = reason
@@ -82,6 +85,13 @@ class Task:
         self.handshake_deadline = 0.0
         self.reading = False
         self.accepting = False  # running: tuples may be written to it
+        self.busy_since: float | None = None  # bolts: since when it has had tuples in flight
+        self.busy_total = 0.0  # seconds with tuples in flight, up to busy_since
+        self.capacity_mark = (0.0, 0.0)  # (busy seconds, time) at the previous snapshot
+        self.capacity = 0.0
+        self.usage: tuple[float | None, int | None] = (None, None)  # CPU %, RSS bytes
+        self.last_sent: bytes | None = None  # for failure reports
+        self.last_received: bytes | None = None
         self.stderr_window = 0.0
         self.stderr_count = 0
         self.stderr_suppressed = 0
@@ -100,14 +110,17 @@ class Task:
         self.outstanding: deque[bytes] = deque()
         self.commands: deque[bytes] = deque()  # ack / fail / activate, ahead of `next`
         self.emitted_in_exchange = 0
+        self.command_at = 0.0  # when the oldest outstanding command was written
+        self.sync_reported = False  # --strict: "no sync" said once per exchange
         self.idle_sleep = 0.0
         self.next_at = 0.0
 
 
 class Supervisor:
     def __init__(self, topology: Topology, *, clock: Callable[[], float] = time.monotonic,
-                 launcher: Launcher | None = None):
+                 launcher: Launcher | None = None, strict: bool = False):
         self.topology = topology
+        self.strict = strict
         self.clock = clock
         self.run_id = uuid.uuid4().hex[:8]
         conf = {**cfg.DEFAULTS, **topology.config}
@@ -134,6 +147,7 @@ class Supervisor:
         os.chmod(self.pid_dir, 0o700)
         self.stats = {c.id: ComponentStats(tasks=c.parallelism) for c in topology.components}
         self.complete_latency = LatencyHistogram()
+        self.observe = Observations()
         self.spout_acked = self.spout_failed = self.spout_timed_out = 0
         self.launcher = launcher or Launcher()
         self.tasks: dict[int, Task] = {}
@@ -335,8 +349,11 @@ class Supervisor:
         for t in self.tasks.values():
             self._report_suppressed(t)
             for line in t.proc.stderr_rest():
-                component_log.info("%s pid=%s: %s", t.proc.name, t.proc.pid, line)
+                self._component_line(t, logging.INFO, line)
             t.proc.release()
+            if t.proc.state is not State.FATAL:
+                t.proc.state = State.STOPPED
+            t.accepting = False
         shutil.rmtree(self.pid_dir, ignore_errors=True)
 
     def _drain_stderr_at_exit(self, procs) -> None:
@@ -349,7 +366,7 @@ class Supervisor:
             except (BlockingIOError, OSError):
                 continue
             for line in p.stderr_lines(data):
-                component_log.info("%s pid=%s: %s", p.name, p.pid, line)
+                self._component_line(t, logging.INFO, line)
 
     # ---- starting and restarting -------------------------------------------------------------
     def _start(self, t: Task) -> None:
@@ -410,7 +427,7 @@ class Supervisor:
             else:
                 proc.release()
             for line in proc.stderr_rest():
-                component_log.info("%s pid=%s: %s", proc.name, proc.pid, line)
+                self._component_line(t, logging.INFO, line)
             self._remove_pid_file(proc.pid)
         detail = f"{proc.name} pid={proc.pid}: {reason}"
         if raw:
@@ -419,8 +436,12 @@ class Supervisor:
             detail += f"; {proc.describe_exit()}"
         if proc.stderr_tail:
             detail += "; last stderr lines:\n    " + "\n    ".join(proc.stderr_tail)
-        t.stats.errors += 1
-        t.stats.last_error = reason
+        t.stats.error(reason)
+        self.observe.failure(component=t.cid, task=t.task, pid=proc.pid, reason=reason,
+                             exit_status=proc.describe_exit() if proc.proc is not None else None,
+                             stderr=list(proc.stderr_tail), last_sent=t.last_sent,
+                             last_received=t.last_received)
+        self.observe.forget(proc.pid)
         proc.stderr_tail.clear()
         failed_here = self._fail_in_flight(t)
         if failed_here:
@@ -462,6 +483,9 @@ class Supervisor:
                 outcomes.extend(self.acker.fail(entry[0]))
         t.stats.failed += len(t.pending)
         t.pending.clear()
+        if t.busy_since is not None:
+            t.busy_total += self.now - t.busy_since
+            t.busy_since = None
         self._spout_outcomes(outcomes, ok=False)
         return len(outcomes)
 
@@ -497,8 +521,9 @@ class Supervisor:
             return
         if not data:
             # exited, or closed its stdout while running: either way it cannot talk to us
-            self._fault(t, "exited" if proc.poll() is not None else "closed its stdout")
+            self._fault(t, "exited" if proc.wait_briefly() is not None else "closed its stdout")
             return
+        t.last_received = data[-512:]
         try:
             messages = proc.decoder.feed(data)
         except ProtocolError as exc:
@@ -529,18 +554,22 @@ class Supervisor:
                 t.pre_pid.append(m)
         elif state is State.RUNNING:
             if t.is_spout:
-                self._spout_message(t, m)
+                try:
+                    self._spout_message(t, m)
+                except Fault as fault:
+                    if not self.strict:
+                        raise
+                    self._misuse(t, fault)
             else:
                 self._bolt_messages(t, (m,))
         # otherwise the task faulted on an earlier message of the same read: drop the rest
 
     def _common(self, t: Task, m, typ) -> None:
         if typ is Log:
-            component_log.log(_LOG_LEVELS.get(m.level, logging.INFO), "%s pid=%s: %s",
-                              t.proc.name, t.proc.pid, m.msg)
+            self._component_line(t, _LOG_LEVELS.get(m.level, logging.INFO), m.msg)
         elif typ is Error:
-            t.stats.errors += 1
-            t.stats.last_error = m.msg
+            t.stats.error(m.msg)
+            self.observe.log(t.cid, t.task, "ERROR", m.msg)
             log.error("%s pid=%s reported an error: %s", t.proc.name, t.proc.pid, m.msg)
         elif typ is Metrics:
             update_metric(t.stats.metrics, m.name, m.params)
@@ -563,40 +592,65 @@ class Supervisor:
         """A bolt's messages, in order: acks and emits inline, the rest through `_common`."""
         pending = t.pending
         acker_ack = self.acker.ack
+        latency = t.stats.process_latency
         acked = 0
         try:
             for m in messages:
                 typ = type(m)
-                if typ is Ack:
-                    try:
-                        key = int(m.id) if type(m.id) is str else None
-                        entry = pending.pop(key)
-                    except (KeyError, ValueError):
-                        self._pending_key(t, m.id, m)  # raises the Fault that says why
-                    acked += 1
-                    roots = entry[0]
-                    if roots:
-                        done = acker_ack(roots, key ^ entry[1])
-                        if done:
-                            self._spout_outcomes(done, ok=True)
-                elif typ is Emit:
-                    self._bolt_emit(t, m)
-                elif typ is Fail:
-                    key = self._pending_key(t, m.id, m)
-                    roots = pending.pop(key)[0]
-                    t.stats.executed += 1
-                    t.stats.failed += 1
-                    if roots:
-                        self._spout_outcomes(self.acker.fail(roots), ok=False)
-                elif typ is not Sync:
-                    self._common(t, m, typ)
+                try:
+                    if typ is Ack:
+                        try:
+                            key = int(m.id) if type(m.id) is str else None
+                            entry = pending.pop(key)
+                        except (KeyError, ValueError):
+                            self._pending_key(t, m.id, m)  # raises the Fault that says why
+                        acked += 1
+                        if not key & 7:  # a sample: the ids are random
+                            latency.record(self.now - entry[2])
+                        roots = entry[0]
+                        if roots:
+                            done = acker_ack(roots, key ^ entry[1])
+                            if done:
+                                self._spout_outcomes(done, ok=True)
+                    elif typ is Emit:
+                        self._bolt_emit(t, m)
+                    elif typ is Fail:
+                        key = self._pending_key(t, m.id, m)
+                        roots = pending.pop(key)[0]
+                        t.stats.executed += 1
+                        t.stats.failed += 1
+                        if roots:
+                            self._spout_outcomes(self.acker.fail(roots), ok=False)
+                    elif typ is not Sync:
+                        self._common(t, m, typ)
+                except Fault as fault:
+                    if not self.strict:
+                        raise
+                    self._misuse(t, fault)
         finally:
             stats = t.stats
             stats.acked += acked
             stats.executed += acked
             if t.backlog:  # once per read, not per ack: the freed slots are written together
                 self._refill(t)
-            t.await_since = self.now if pending else None
+            if pending:
+                t.await_since = self.now
+            else:
+                t.await_since = None
+                if t.busy_since is not None:
+                    t.busy_total += self.now - t.busy_since
+                    t.busy_since = None
+
+    def _misuse(self, t: Task, fault: Fault) -> None:
+        """--strict: a message that breaks the protocol is reported and dropped; the component
+        keeps running (Storm kills it; this is the kinder choice while developing)."""
+        text = f"protocol misuse: {fault.reason}"
+        if fault.raw:
+            text += f"; it wrote {fault.raw if isinstance(fault.raw, str) else shorten(fault.raw)}"
+        t.stats.error(text)
+        self.observe.log(t.cid, t.task, "ERROR", text)
+        log.error("%s pid=%s: %s (--strict: reported, the component keeps running)",
+                  t.proc.name, t.proc.pid, text)
 
     def _pending_key(self, t: Task, tuple_id, m) -> int:
         """The pending-map key of a tuple id that bolt message `m` refers to; a Fault when it is
@@ -695,6 +749,8 @@ class Supervisor:
             b.pending[tid] = [roots, 0, self.now]
             b.out.append(data)
             self._dirty.add(b)
+            if b.busy_since is None:
+                b.busy_since = self.now
             return
         b.backlog.append((tid, roots, data))
         if not b.blocked and len(b.backlog) >= self.backlog_limit:
@@ -709,6 +765,8 @@ class Supervisor:
             tid, roots, data = backlog.popleft()
             pending[tid] = [roots, 0, now]
             b.out.append(data)
+        if b.busy_since is None and pending:
+            b.busy_since = now
         self._dirty.add(b)
         if b.blocked and len(backlog) < self.backlog_limit // 2 + 1:
             self._block(b, False)
@@ -773,6 +831,8 @@ class Supervisor:
     def _spout_sync(self, t: Task) -> None:
         if not t.outstanding:
             return  # a stray sync: nothing to end
+        t.command_at = self.now
+        t.sync_reported = False
         if t.outstanding.popleft() is t.next_frame:
             if t.emitted_in_exchange:
                 t.idle_sleep = 0.0
@@ -835,7 +895,8 @@ class Supervisor:
             else:
                 continue
             t.emitted_in_exchange = 0
-            t.await_since = self.now
+            t.await_since = t.command_at = self.now
+            t.sync_reported = False
             self._dirty.add(t)
 
     # ---- writing --------------------------------------------------------------------------------
@@ -852,6 +913,8 @@ class Supervisor:
             proc.out.clear()
             proc.out_pending = b""
             return
+        if proc.out:
+            t.last_sent = proc.out[-1]
         if t.await_since is None and not t.is_spout:
             t.await_since = self.now  # it owes us an answer (an ack, a heartbeat's sync)
         try:
@@ -898,7 +961,14 @@ class Supervisor:
             if t.stderr_count > STDERR_LINES_PER_SEC:
                 t.stderr_suppressed += 1
             else:
-                component_log.info("%s pid=%s: %s", proc.name, proc.pid, _clip(line))
+                self._component_line(t, logging.INFO, line)
+
+    def _component_line(self, t: Task, level: int, text: str) -> None:
+        """A line from a component (its `log` messages and its stderr), as
+        `component[task] pid=N: line`, also kept for the live view and the web UI."""
+        text = _clip(text)
+        component_log.log(level, "%s pid=%s: %s", t.proc.name, t.proc.pid, text)
+        self.observe.log(t.cid, t.task, logging.getLevelName(level), text)
 
     def _report_suppressed(self, t: Task) -> None:
         if t.stderr_suppressed:
@@ -921,7 +991,7 @@ class Supervisor:
                 return
             read += len(data)
             for line in proc.stderr_lines(data):
-                component_log.info("%s pid=%s: %s", proc.name, proc.pid, _clip(line))
+                self._component_line(t, logging.INFO, line)
 
     # ---- timers ---------------------------------------------------------------------------------
     def _housekeeping(self) -> None:
@@ -940,6 +1010,12 @@ class Supervisor:
                 continue
             if state is not State.RUNNING:
                 continue
+            if (self.strict and t.outstanding and not t.sync_reported
+                    and now - t.command_at > STRICT_SYNC_SECS):
+                t.sync_reported = True
+                self._misuse(t, Fault(f"no sync {now - t.command_at:.1f}s after a command "
+                                      f"({t.emitted_in_exchange} emits since): every command "
+                                      "must end with sync"))
             if (t.await_since is not None and t.reading
                     and now - t.await_since > self.timeout_secs):
                 self._fault(t, f"hung: silent for {now - t.await_since:.1f}s while it owed an "
@@ -968,23 +1044,38 @@ class Supervisor:
 
     # ---- reporting ------------------------------------------------------------------------------
     def snapshot(self) -> dict:
-        """The stats of design.md's stats file, plus live per-component gauges."""
+        """The stats file of design.md, plus gauges: per component and task what is in flight
+        and queued, capacity, process latency, CPU and memory; the rates; recent component log
+        lines and failure reports."""
+        now = self.now
+        self.observe.rates(now, self.spout_acked, self.spout_failed)
         components = {}
         for cid, stats in self.stats.items():
             data = stats.as_json()
             tasks = self._by_component[cid]
-            data["in_flight"] = sum(len(t.pending) for t in tasks)
-            data["queued"] = sum(len(t.backlog) for t in tasks)
-            data["states"] = sorted({t.proc.state.value for t in tasks})
+            details = [self._task_detail(t, now) for t in tasks]
+            data["in_flight"] = sum(d["in_flight"] for d in details)
+            data["queued"] = sum(d["queued"] for d in details)
+            data["states"] = sorted({d["state"] for d in details})
+            if not tasks[0].is_spout:
+                # as in Storm's UI: the busiest task's share of time with work in flight
+                data["capacity"] = round(max(d["capacity"] for d in details), 3)
+            cpu = [d["cpu_percent"] for d in details if d["cpu_percent"] is not None]
+            rss = [d["rss_bytes"] for d in details if d["rss_bytes"] is not None]
+            data["cpu_percent"] = round(sum(cpu), 1) if cpu else None
+            data["rss_bytes"] = sum(rss) if rss else None
+            data["tasks_detail"] = details
             components[cid] = data
         return {
             "topology": {
                 "name": self.topology.name,
-                "uptime_s": round(self.now - self._started, 3) if self._started else 0.0,
+                "uptime_s": round(now - self._started, 3) if self._started else 0.0,
                 "spout_tuples_acked": self.spout_acked,
                 "spout_tuples_failed": self.spout_failed,
                 "spout_tuples_timed_out": self.spout_timed_out,
                 "spout_tuples_pending": len(self.acker),
+                "acked_per_s": round(self.observe.acked_per_s, 1),
+                "failed_per_s": round(self.observe.failed_per_s, 1),
                 "complete_latency_ms": {
                     "p50": self.complete_latency.percentile(50),
                     "p99": self.complete_latency.percentile(99),
@@ -992,7 +1083,23 @@ class Supervisor:
                 },
             },
             "components": components,
+            **self.observe.as_json(),
         }
+
+    def _task_detail(self, t: Task, now: float) -> dict:
+        busy = t.busy_total + (now - t.busy_since if t.busy_since is not None else 0.0)
+        mark_busy, mark_time = t.capacity_mark
+        if now - mark_time >= 0.2:  # a window long enough to mean something
+            t.capacity = min(1.0, (busy - mark_busy) / (now - mark_time)) if mark_time else 0.0
+            t.capacity_mark = (busy, now)
+        alive = t.proc.alive
+        if alive:  # after the run, the last values measured stay in the stats file
+            t.usage = self.observe.usage(t.proc.pid)
+        cpu, rss = t.usage
+        return {"task": t.task, "pid": t.proc.pid if alive else None,
+                "state": t.proc.state.value, "in_flight": len(t.pending),
+                "queued": len(t.backlog), "restarts": len(t.proc.restart_times),
+                "capacity": round(t.capacity, 3), "cpu_percent": cpu, "rss_bytes": rss}
 
 
 def _clip(line: str, limit: int = 2000) -> str:

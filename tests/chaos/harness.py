@@ -163,9 +163,14 @@ def run_until(sup: Supervisor, done: Callable[[dict], bool], limit: float = 60.0
     return sup.run(limit)
 
 
+def all_running(snap: dict) -> bool:
+    """Every task of every component is up (none waiting for its restart)."""
+    return all(c["states"] == ["running"] for c in snap["components"].values())
+
+
 def settled(ledgers: dict[str, LedgerSpec]) -> Callable[[dict], bool]:
-    """Every ledger complete and nothing pending in the acker."""
-    return lambda snap: (snap["topology"]["spout_tuples_pending"] == 0
+    """Every ledger complete, nothing pending in the acker, every task running."""
+    return lambda snap: (snap["topology"]["spout_tuples_pending"] == 0 and all_running(snap)
                          and all(spec.complete() for spec in ledgers.values()))
 
 
@@ -234,7 +239,8 @@ class FaultInjector:
         if self._stop.wait(self.start_after):
             return
         while not self._stop.wait(self.rng.uniform(*self.every)):
-            pids = live_pids(self.sup)
+            hit = {f.pid for f in self.injected}  # a stopped process is still "running"
+            pids = {n: p for n, p in live_pids(self.sup).items() if p not in hit}
             if self.components is not None:
                 pids = {n: p for n, p in pids.items() if n.split("[")[0] in self.components}
             if not pids:

@@ -50,7 +50,11 @@ def test_random_faults_lose_nothing(tmp_path, seed, rng, faults):
 
     injector.start()
     try:
-        code = run_until(sup, lambda s: not injector.running and done(s), limit=90, every=watch)
+        # stop once the faults are over, every one of them was repaired by a restart (a SIGSTOPped
+        # process is only noticed after the subprocess timeout) and every ledger is complete
+        code = run_until(sup, lambda s: (not injector.running and done(s)
+                                         and sum(restarts(s).values()) >= len(injector.injected)),
+                         limit=90, every=watch)
     finally:
         injector.stop()
     snap = sup.snapshot()

@@ -420,3 +420,60 @@ def test_spout_is_activated_once_and_deactivated_on_shutdown(tmp_path, caplog):
     said = [r.getMessage().split(": ", 1)[1] for r in caplog.records
             if r.getMessage().startswith("spout[")]
     assert said == ["activated", "acked 1", "deactivated"]
+
+
+@pytest.mark.parametrize("mode,expected", [
+    ("ack_unknown", "ack of tuple '12345', which is not pending"),
+    ("unknown_stream", "stream 'nope', which 'split' does not declare"),
+    ("wrong_fields", "emit of 2 values to stream 'default', which declares 1 fields"),
+])
+def test_strict_mode_reports_misuse_and_keeps_the_component(tmp_path, caplog, mode, expected):
+    n = 40
+    topology = ledger_topology(tmp_path, ["python", "misuse_bolt.py", mode,
+                                          str(tmp_path / "marker")], n=n,
+                               config={"topology.message.timeout.secs": 2})
+    sup = Supervisor(topology, strict=True)
+    caplog.set_level(logging.INFO)
+    assert run_until(sup, all_acked(tmp_path, n)) == 0
+    assert_every_message_acked_once(tmp_path, n)
+    split = sup.snapshot()["components"]["split"]
+    assert split["restarts"] == 0 and split["errors"] == 1
+    assert expected in split["last_error"]
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert any("--strict" in e and expected in e for e in errors), errors
+
+
+FORGETS_SYNC_ONCE_SPOUT = r"""
+import json, os, sys
+hello = json.loads(sys.stdin.readline()); sys.stdin.readline()
+open(os.path.join(hello["pidDir"], str(os.getpid())), "w").close()
+print(json.dumps({"pid": os.getpid()}) + "\nend", flush=True)
+nexts = 0
+for line in sys.stdin:
+    if line.strip() == "end":
+        continue
+    msg = json.loads(line)
+    if isinstance(msg, list):  # the task ids of the emit below
+        continue
+    command = msg["command"]
+    if command == "next":
+        nexts += 1
+        if nexts == 1:
+            print('{"command":"emit","tuple":["x"]}\nend', flush=True)
+            continue  # forgets the sync this once
+    print('{"command":"sync"}\nend', flush=True)
+"""
+
+
+def test_strict_mode_reports_a_missing_sync(tmp_path, caplog):
+    b = TopologyBuilder("t", config={"host.shutdown.grace.secs": 0.5,
+                                     "topology.subprocess.timeout.secs": 60})
+    b.spout("spout", ["python", "-c", FORGETS_SYNC_ONCE_SPOUT], outputs=["x"])
+    b.bolt("sink", ["python", "sink_bolt.py", str(tmp_path / "s")], outputs=[]).shuffle("spout")
+    sup = Supervisor(b.build(base_dir=COMPONENTS), strict=True)
+    caplog.set_level(logging.INFO)
+    sup.run(3.5)
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert any(e.startswith("spout[") and "no sync" in e and "1 emits since" in e
+               for e in errors), errors
+    assert sup.snapshot()["components"]["spout"]["restarts"] == 0

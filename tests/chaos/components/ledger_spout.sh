@@ -15,23 +15,25 @@ on_init() {
         done <"$ledger_file"
     fi
     todo=()
-    head=0  # todo[head..] is still to emit; popping from the front of a bash array is O(n)
+    # todo[head..tail-1] is still to emit: a queue by index (popping the front of a bash array
+    # is O(n), and ${#todo[@]} counts elements, not the next index, once some are unset)
+    head=0 tail=0
     for ((i = 0; i < n; i++)); do
-        [[ -n ${done[$i]-} ]] || todo+=("$i")
+        [[ -n ${done[$i]-} ]] || todo[tail++]=$i
     done
     per_next=${MULTILANG_CONF[test.per.next]:-1}
     exec {ledger}>>"$ledger_file"
 }
 next_tuple() {
     local k
-    for ((k = 0; k < per_next && head < ${#todo[@]}; k++)); do
+    for ((k = 0; k < per_next && head < tail; k++)); do
         emit_with -I "${todo[head]}" -- "message ${todo[head]} with some words in it"
         unset "todo[head]"
         (( ++head ))
     done
 }
 on_ack() { printf 'ack %s\n' "$1" >&"$ledger"; }
-on_fail() { printf 'fail %s\n' "$1" >&"$ledger"; todo+=("$1"); }
+on_fail() { printf 'fail %s\n' "$1" >&"$ledger"; todo[tail++]=$1; }
 on_activate() { printf 'activate\n' >&"$ledger"; }
 on_deactivate() { printf 'deactivate\n' >&"$ledger"; }
 run_spout next_tuple on_ack on_fail
