@@ -13,12 +13,15 @@ $(STAMP): pyproject.toml
 	touch $@
 
 # Node and jq come from the machine (the Node and bash components need them); Graphviz's `dot`
-# renders `python -m host graph --format svg|png`.
+# renders `python -m host graph --format svg|png`; Chromium and its driver run the web UI's
+# end-to-end test (tests/e2e/test_web_ui.py).
 tools:
 	@missing=""; \
 	command -v node >/dev/null 2>&1 || missing="$$missing nodejs"; \
 	command -v jq >/dev/null 2>&1 || missing="$$missing jq"; \
 	command -v dot >/dev/null 2>&1 || missing="$$missing graphviz"; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	command -v chromedriver >/dev/null 2>&1 || missing="$$missing chromium-driver"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing$$missing with apt-get"; \

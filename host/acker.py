@@ -1,10 +1,12 @@
 """The central acker: Storm's XOR ledger, with no I/O and an injected clock.
 
 One small record per pending spout tuple (a *root*): the XOR of the ids of every tuple in its tree
-that was created and not yet acked, the spout task, the message id and the start time. Every
-delivered tuple has a random 64-bit id, XORed into each of its roots once when it is created and
-once when it is acked; a root whose value returns to zero is complete. The tree itself is never
-stored, so memory is per spout tuple, not per tuple.
+that was created and not yet acked, the spout task and the message id. Every delivered tuple has a
+random 64-bit id, XORed into each of its roots once when it is created and once when it is acked;
+a root whose value returns to zero is complete. The tree itself is never stored, so memory is per
+spout tuple, not per tuple: about 200 bytes each, message id included (benchmarks/acker-memory).
+Start times are kept for one root in LATENCY_SAMPLE only, which is enough for complete-latency
+percentiles (Storm samples its statistics too) and keeps a float out of every record.
 
 Timeouts use rotating buckets (Storm's RotatingMap): a root lives in the bucket that was newest when
 it was opened; every `timeout / (BUCKETS - 1)` seconds the oldest bucket expires as a whole, so a
@@ -15,13 +17,16 @@ opened, at O(1) cost per root.
 from __future__ import annotations
 
 from collections import defaultdict
+from itertools import count
 from random import getrandbits
 from typing import Any, Callable, Iterable, NamedTuple
 
 BUCKETS = 3
+LATENCY_SAMPLE = 16  # one root in 16 has its start time kept
 
-# record layout: [xor, spout_task, msg_id, started]; a list so XOR updates need no allocation
-_XOR, _TASK, _MSG, _START = 0, 1, 2, 3
+# record layout: (xor, spout_task, msg_id); a tuple is 40 bytes smaller than a list, and replacing
+# it on an update costs about what mutating a list does
+_XOR, _TASK, _MSG = 0, 1, 2
 
 
 class Outcome(NamedTuple):
@@ -29,7 +34,7 @@ class Outcome(NamedTuple):
 
     spout_task: int
     msg_id: Any
-    latency: float  # seconds since the root was opened
+    latency: float | None  # seconds since the root was opened, for sampled roots
 
 
 def new_id() -> int:
@@ -46,6 +51,8 @@ class Acker:
         self._buckets: list[dict[int, list]] = [{} for _ in range(BUCKETS)]  # [0] is newest
         self._next_rotation = clock() + self._period
         self._pending: dict[int, int] = defaultdict(int)  # spout task -> open roots
+        self._roots = count(1)  # root ids are keys, never XORed: a counter will do
+        self._started: dict[int, float] = {}  # sampled roots -> open time
 
     # -- queries ---------------------------------------------------------------------------------
     def pending(self, spout_task: int) -> int:
@@ -63,19 +70,25 @@ class Acker:
 
     # -- updates ---------------------------------------------------------------------------------
     def open(self, spout_task: int, msg_id: Any, xor: int) -> int:
-        """A reliable spout emit whose copies have ids XORing to `xor` (non-zero: at least one
-        copy). Returns the new root id, which every copy carries."""
-        root = new_id()
-        self._buckets[0][root] = [xor, spout_task, msg_id, self.clock()]
+        """A reliable spout emit whose copies have ids XORing to `xor` (0 until `add`ed).
+        Returns the new root id, which every copy carries."""
+        root = next(self._roots)
+        self._buckets[0][root] = (xor, spout_task, msg_id)
         self._pending[spout_task] += 1
+        if not root % LATENCY_SAMPLE:
+            self._started[root] = self.clock()
         return root
+
+    def _latency(self, root: int) -> float | None:
+        started = self._started.pop(root, None)
+        return None if started is None else self.clock() - started
 
     def add(self, roots: Iterable[int], xor: int) -> None:
         """New tuples anchored to `roots` were created; `xor` is the XOR of their ids."""
         for root in roots:
-            _, rec = self._find(root)
+            bucket, rec = self._find(root)
             if rec is not None:  # a root already failed or timed out: nothing to track
-                rec[_XOR] ^= xor
+                bucket[root] = (rec[_XOR] ^ xor, rec[_TASK], rec[_MSG])
 
     def ack(self, roots: Iterable[int], xor: int) -> list[Outcome] | None:
         """A tuple with these roots was acked; `xor` is its id XOR the ids of the children it
@@ -92,13 +105,14 @@ class Acker:
                     continue  # failed, timed out or its spout died: late acks are ignored
             value = rec[_XOR] ^ xor
             if value:
-                rec[_XOR] = value
+                bucket[root] = (value, rec[_TASK], rec[_MSG])
                 continue
             del bucket[root]
             self._pending[rec[_TASK]] -= 1
             if done is None:
                 done = []
-            done.append(Outcome(rec[_TASK], rec[_MSG], self.clock() - rec[_START]))
+            done.append(Outcome(rec[_TASK], rec[_MSG],
+                                self._latency(root) if not root % LATENCY_SAMPLE else None))
         return done
 
     def fail(self, roots: Iterable[int]) -> list[Outcome]:
@@ -110,7 +124,7 @@ class Acker:
                 continue
             del bucket[root]
             self._pending[rec[_TASK]] -= 1
-            out.append(Outcome(rec[_TASK], rec[_MSG], self.clock() - rec[_START]))
+            out.append(Outcome(rec[_TASK], rec[_MSG], self._latency(root)))
         return out
 
     def drop_spout_task(self, spout_task: int) -> int:
@@ -121,6 +135,7 @@ class Acker:
             doomed = [r for r, rec in bucket.items() if rec[_TASK] == spout_task]
             for root in doomed:
                 del bucket[root]
+                self._started.pop(root, None)
             dropped += len(doomed)
         self._pending[spout_task] = 0
         return dropped
@@ -141,9 +156,9 @@ class Acker:
             self._next_rotation += self._period
             oldest = self._buckets.pop()
             self._buckets.insert(0, {})
-            for rec in oldest.values():
+            for root, rec in oldest.items():
                 self._pending[rec[_TASK]] -= 1
-                out.append(Outcome(rec[_TASK], rec[_MSG], now - rec[_START]))
+                out.append(Outcome(rec[_TASK], rec[_MSG], self._latency(root)))
             if not any(self._buckets) and now >= self._next_rotation:
                 # nothing pending: jump ahead instead of rotating empty buckets one by one
                 periods = int((now - self._next_rotation) // self._period) + 1

@@ -59,7 +59,12 @@ def child_environment(component: Component) -> dict[str, str]:
 class Launcher:
     """Starts and signals child processes (the seam for tests)."""
 
+    #: added to every child's environment (the supervisor sets its watchdog's token here)
+    extra_env: dict[str, str] = {}
+
     def start(self, argv: list[str], cwd: str, env: dict[str, str]) -> subprocess.Popen:
+        if self.extra_env:
+            env = {**env, **self.extra_env}
         return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, cwd=cwd, env=env, bufsize=0,
                                 start_new_session=True, preexec_fn=_die_with_parent)

@@ -35,6 +35,7 @@ from .observe import Observations
 from .model import Component, Topology
 from .process import ComponentProcess, Launcher, State
 from .router import Router
+from .watchdog import ENV as WATCHDOG_ENV, Watchdog
 
 log = logging.getLogger("host")
 component_log = logging.getLogger("host.component")
@@ -222,6 +223,7 @@ class Supervisor:
         self._started = self.now = self.clock()
         self._duration = duration
         self._end_at = None if duration is None else self._started + duration
+        self._start_watchdog()
         for t in self.tasks.values():
             self._start(t)
         self._next_housekeeping = self.now + HOUSEKEEPING_SECS
@@ -277,10 +279,26 @@ class Supervisor:
                 self.on_report(self.snapshot())
         return True
 
+    def _start_watchdog(self) -> None:
+        """A process that kills every process of this run (grandchildren too) once the host is
+        gone, even after a SIGKILL of the host; see host.watchdog."""
+        self._watchdog = None
+        token = uuid.uuid4().hex
+        try:
+            self._watchdog = Watchdog(token, self.pid_dir)
+        except OSError as exc:
+            log.warning("no watchdog (%s): processes started by components may outlive a killed "
+                        "host", exc)
+            return
+        self.launcher.extra_env = {WATCHDOG_ENV: token}
+
     def finish(self) -> None:
         """Stop every process (see _shutdown) and release the loop's resources."""
         try:
             self._shutdown()
+            watchdog = getattr(self, "_watchdog", None)  # None: start() failed or never ran
+            if watchdog is not None:
+                watchdog.close()  # it sweeps what crashed incarnations left behind
         finally:
             if self._old_signals:
                 signal.set_wakeup_fd(self._old_wakeup)
@@ -425,6 +443,8 @@ class Supervisor:
             if proc.poll() is None:
                 proc.kill_now()
             else:
+                # it died, but what it started lives on in its process group: end that too
+                proc.launcher.signal_group(proc.pid, signal.SIGKILL)
                 proc.release()
             for line in proc.stderr_rest():
                 self._component_line(t, logging.INFO, line)
@@ -848,7 +868,8 @@ class Supervisor:
             if ok:
                 t.stats.acked += 1
                 self.spout_acked += 1
-                self.complete_latency.record(o.latency)
+                if o.latency is not None:
+                    self.complete_latency.record(o.latency)
             else:
                 t.stats.failed += 1
                 self.spout_failed += 1
@@ -1110,6 +1131,7 @@ def _emit_text(m: Emit) -> str:
     try:
         return shorten(dumps({"command": "emit", "stream": m.stream, "tuple": m.values,
                               **({"anchors": list(m.anchors)} if m.anchors else {}),
-                              **({"task": m.task} if m.task is not None else {})}).encode())
+                              **({"task": m.task} if m.task is not None else {})}).encode(
+                                  "utf-8", "backslashreplace"))  # lone surrogates: JSON allows them
     except EncodeError:
         return repr(m)

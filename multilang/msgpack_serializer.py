@@ -19,7 +19,7 @@ import msgpack
 
 from . import codec
 from .codec import DEFAULT_MAX_FRAME, EncodeError, ProtocolError
-from .messages import Pid
+from .messages import Ack, Pid
 
 __all__ = ["MsgpackSerializer", "MsgpackDecoder"]
 
@@ -54,28 +54,38 @@ def _plain(value):
     raise _Unsupported(f"a value of msgpack type {t.__name__}, which a tuple cannot hold")
 
 
-def _as_id(value):
-    return str(value) if type(value) is int else value
+# The bytes that start a bin or an extension value. Bytes read without any of them hold neither,
+# so their messages skip the walk through `_plain`: the common case, checked at C speed. (They can
+# also occur inside strings and numbers; the walk then finds nothing to change, which is harmless.)
+_BIN_OR_EXT = (*range(0xC4, 0xCA), *range(0xD4, 0xD9))
 
 
-def _message(value, awaiting_pid: bool):
-    """One unpacked value -> its typed message (codec.component_message after the msgpack fixes)."""
+def _may_hold_bin_or_ext(data: bytearray) -> bool:
+    return any(b in data for b in _BIN_OR_EXT)  # memchr per byte value: faster than a regex
+
+
+def _message(value, awaiting_pid: bool, walk: bool):
+    """One unpacked value -> its typed message (codec.component_message after the msgpack fixes).
+    `walk`: the value may hold bin or extension values, which `_plain` converts or refuses."""
     if type(value) is not dict:
         raise ProtocolError("message is not a msgpack map")
-    try:
-        value = _plain(value)
-    except (UnicodeDecodeError, _Unsupported, RecursionError) as exc:
-        raise ProtocolError(f"cannot read the message: {exc}") from None
+    if walk:
+        try:
+            value = _plain(value)
+        except (UnicodeDecodeError, _Unsupported, RecursionError) as exc:
+            raise ProtocolError(f"cannot read the message: {exc}") from None
     command = value.get("command")
-    if command == "ack" or command == "fail":
-        if type(value.get("id")) is int:
-            value["id"] = str(value["id"])
-    elif command == "emit":
+    if command == "emit":
         anchors = value.get("anchors")
         if type(anchors) is list:
-            value["anchors"] = [_as_id(a) for a in anchors]
+            for i, anchor in enumerate(anchors):
+                if type(anchor) is int:
+                    anchors[i] = str(anchor)
         elif type(anchors) is int:
             value["anchors"] = str(anchors)
+    elif command == "ack" or command == "fail":
+        if type(value.get("id")) is int:
+            value["id"] = str(value["id"])
     return codec.component_message(value, awaiting_pid)
 
 
@@ -135,6 +145,7 @@ class MsgpackDecoder:
 
     def _drain(self, messages: list) -> None:
         unpacker = self._unpacker
+        walk = _may_hold_bin_or_ext(self._buf)
         while True:
             start = self._done
             try:
@@ -145,8 +156,13 @@ class MsgpackDecoder:
                 raise ProtocolError(f"invalid msgpack ({type(exc).__name__}: {exc})",
                                     self._slice(start, start + _RAW_LIMIT), messages) from None
             end = self._done = unpacker.tell()
+            if not walk and type(value) is dict and value.get("command") == "ack":
+                tuple_id = value.get("id")
+                if type(tuple_id) is str:  # the data path's commonest message, decoded inline
+                    messages.append(Ack(tuple_id))
+                    continue
             try:
-                msg = _message(value, self.awaiting_pid)
+                msg = _message(value, self.awaiting_pid, walk)
             except ProtocolError as exc:
                 raise ProtocolError(exc.reason, self._slice(start, end), messages) from None
             if type(msg) is Pid:

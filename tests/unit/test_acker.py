@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from host.acker import Acker, new_id
+from host.acker import LATENCY_SAMPLE, Acker, new_id
 
 
 class FakeClock:
@@ -29,8 +29,19 @@ def test_single_tuple_tree_completes_on_ack():
     clock.now += 0.25
     done = acker.ack((root,), t1)
     assert [(o.spout_task, o.msg_id) for o in done] == [(1, "m1")]
-    assert done[0].latency == 0.25
     assert acker.pending(1) == 0 and len(acker) == 0
+
+
+def test_complete_latency_is_kept_for_one_root_in_sixteen():
+    acker, clock = make()
+    latencies = []
+    for i in range(64):
+        t = new_id()
+        root = acker.open(1, i, t)
+        clock.now += 0.5
+        latencies.append(acker.ack((root,), t)[0].latency)
+    sampled = [x for x in latencies if x is not None]
+    assert len(sampled) == 64 // LATENCY_SAMPLE and all(x == 0.5 for x in sampled)
 
 
 def test_anchored_children_keep_root_open_until_all_acked():
