@@ -190,7 +190,9 @@ class Emitted:
 class LogLine:
     """A log record of the host (`host` logger) or of a component (`host.component`: lines it
     logged with `log`, and its stderr). `component`/`task` are set when the line is about one
-    task; `text` is the component's own words for component lines, else the whole message."""
+    task; `text` is the component's own words for component lines, else the whole message; `at`
+    is when the host logged it, in seconds since the start of the run on the run's clock (fake
+    seconds with a FakeClock)."""
 
     logger: str
     level: int
@@ -198,13 +200,14 @@ class LogLine:
     component: str | None = None
     task: int | None = None
     text: str = ""
+    at: float = 0.0
 
     @property
     def levelname(self) -> str:
         return logging.getLevelName(self.level)
 
 
-def _log_line(record: logging.LogRecord) -> LogLine:
+def _log_line(record: logging.LogRecord, at: float) -> LogLine:
     message = record.getMessage()
     m = _COMPONENT_NAME.match(message)
     component = task = None
@@ -213,7 +216,7 @@ def _log_line(record: logging.LogRecord) -> LogLine:
         component, task = m.group(1), int(m.group(2))
         if record.name == "host.component":
             text = message[m.end():]
-    return LogLine(record.name, record.levelno, message, component, task, text)
+    return LogLine(record.name, record.levelno, message, component, task, text, at)
 
 
 class TopologyResult:
@@ -483,7 +486,7 @@ class _Capture(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            self.result.logs.append(_log_line(record))
+            self.result.logs.append(_log_line(record, self.result.uptime))
         except Exception:  # a log call must never break the run
             self.handleError(record)
 

@@ -1,7 +1,9 @@
 """The supervisor with real child processes: routing, acking, flow control and faults.
 
-The host runs in the test process; every component is a real `python` subprocess using our client.
-Spout-side truth comes from the ledger spout's own record of acks and fails.
+The host runs in the test process (through `host.testing.run_topology` where it runs a topology to
+a condition, a bare Supervisor where a test samples it while it runs); every component is a real
+subprocess using our clients. Spout-side truth comes from the ledger spout's own record of acks and
+fails.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from host.supervisor import Supervisor
+from host.testing import FakeClock, run_topology
 from host.topology import TopologyBuilder
 
 COMPONENTS = Path(__file__).parent / "components" / "host"
@@ -28,18 +31,6 @@ def ledger(path: Path) -> tuple[Counter, Counter]:
             kind, msg_id = line.split()
             (acks if kind == "ack" else fails)[int(msg_id)] += 1
     return acks, fails
-
-
-def run_until(sup: Supervisor, done, limit: float = 30.0) -> int:
-    """Run the supervisor until `done(snapshot)` is true (checked twice a second) or `limit`."""
-    sup.report_every = 0.2
-
-    def check(snap: dict) -> None:
-        if done(snap):
-            sup.request_stop("test condition met")
-
-    sup.on_report = check
-    return sup.run(limit)
 
 
 def ledger_topology(tmp_path: Path, bolt: list[str], n: int = 200, config: dict | None = None,
@@ -57,7 +48,8 @@ def ledger_topology(tmp_path: Path, bolt: list[str], n: int = 200, config: dict 
 
 
 def all_acked(tmp_path: Path, n: int):
-    return lambda snap: len(ledger(tmp_path / "ledger")[0]) >= n
+    """An `until` for run_topology: the spout's ledger holds an ack of every message."""
+    return lambda result: len(ledger(tmp_path / "ledger")[0]) >= n
 
 
 def assert_every_message_acked_once(tmp_path: Path, n: int) -> Counter:
@@ -76,12 +68,13 @@ def assert_no_children_left(sup: Supervisor) -> None:
 
 def test_clean_run_acks_everything_and_counts_exactly(tmp_path):
     n = 300
-    sup = Supervisor(ledger_topology(tmp_path, ["python", "faulty_bolt.py", "none", "0",
-                                                str(tmp_path / "m")], n=n, per_next=3))
-    assert run_until(sup, all_acked(tmp_path, n)) == 0
+    result = run_topology(ledger_topology(tmp_path, ["python", "faulty_bolt.py", "none", "0",
+                                                     str(tmp_path / "m")], n=n, per_next=3))
+    assert result.exit_code == 0 and result.stopped_because == "quiescent"
     fails = assert_every_message_acked_once(tmp_path, n)
     assert not fails
-    snap = sup.snapshot()
+    assert sorted(result.acked["spout"]) == list(range(n))  # the host saw what the spout did
+    snap = result.snapshot
     top, comps = snap["topology"], snap["components"]
     assert top["spout_tuples_acked"] == n and top["spout_tuples_failed"] == 0
     assert top["complete_latency_ms"]["p50"] is not None
@@ -96,20 +89,20 @@ def test_clean_run_acks_everything_and_counts_exactly(tmp_path):
         tasks_per_word.setdefault(a["values"][0], set()).add(a["task"])
     assert all(len(tasks) == 1 for tasks in tasks_per_word.values())
     assert {a["comp"] for a in arrived} == {"split"}
-    assert_no_children_left(sup)
+    assert_no_children_left(result.supervisor)
 
 
 @pytest.mark.parametrize("mode", ["crash", "garbage", "hang", "exit"])
 def test_faulty_bolt_is_reported_restarted_and_its_tuples_replayed(tmp_path, mode, caplog):
     n = 200
-    sup = Supervisor(ledger_topology(
-        tmp_path, ["python", "faulty_bolt.py", mode, "40", str(tmp_path / "marker")], n=n,
-        config={"topology.subprocess.timeout.secs": 2}))
     caplog.set_level(logging.INFO)
-    assert run_until(sup, all_acked(tmp_path, n)) == 0
+    result = run_topology(ledger_topology(
+        tmp_path, ["python", "faulty_bolt.py", mode, "40", str(tmp_path / "marker")], n=n,
+        config={"topology.subprocess.timeout.secs": 2}), until=all_acked(tmp_path, n))
+    assert result.exit_code == 0 and result.stopped_because == "until"
     fails = assert_every_message_acked_once(tmp_path, n)
     assert fails, "the tuples in flight at the fault were failed for replay"
-    split = sup.snapshot()["components"]["split"]
+    split = result.snapshot["components"]["split"]
     assert split["restarts"] == 1 and split["errors"] >= 1
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     report = next(e for e in errors if e.startswith("split["))
@@ -117,17 +110,18 @@ def test_faulty_bolt_is_reported_restarted_and_its_tuples_replayed(tmp_path, mod
     expected = {"crash": "killed by SIGKILL", "garbage": "this is not json",
                 "hang": "hung: silent", "exit": "exit status 0"}[mode]
     assert expected in report
-    assert_no_children_left(sup)
+    assert_no_children_left(result.supervisor)
 
 
 def test_stderr_flood_is_drained_and_does_not_stop_the_bolt(tmp_path, caplog):
     n = 150
-    sup = Supervisor(ledger_topology(
-        tmp_path, ["python", "faulty_bolt.py", "flood", "20", str(tmp_path / "marker")], n=n))
     caplog.set_level(logging.INFO)
-    assert run_until(sup, all_acked(tmp_path, n)) == 0
+    result = run_topology(ledger_topology(
+        tmp_path, ["python", "faulty_bolt.py", "flood", "20", str(tmp_path / "marker")], n=n),
+        until=all_acked(tmp_path, n))
+    assert result.exit_code == 0 and result.stopped_because == "until"
     assert not assert_every_message_acked_once(tmp_path, n)
-    assert sup.snapshot()["components"]["split"]["restarts"] == 0
+    assert result.snapshot["components"]["split"]["restarts"] == 0
     messages = [r.getMessage() for r in caplog.records]
     assert any("stderr lines not shown" in m for m in messages)
     assert sum(1 for m in messages if m.startswith("split[") and "xxxx" in m) <= 1000
@@ -143,12 +137,13 @@ def test_stderr_flood_is_drained_and_does_not_stop_the_bolt(tmp_path, caplog):
 ])
 def test_protocol_misuse_is_a_fault_of_that_component_only(tmp_path, caplog, mode, expected):
     n = 60
-    sup = Supervisor(ledger_topology(
-        tmp_path, ["python", "misuse_bolt.py", mode, str(tmp_path / "marker")], n=n))
     caplog.set_level(logging.INFO)
-    assert run_until(sup, all_acked(tmp_path, n)) == 0
+    result = run_topology(ledger_topology(
+        tmp_path, ["python", "misuse_bolt.py", mode, str(tmp_path / "marker")], n=n),
+        until=all_acked(tmp_path, n))
+    assert result.exit_code == 0 and result.stopped_because == "until"
     assert_every_message_acked_once(tmp_path, n)
-    comps = sup.snapshot()["components"]
+    comps = result.snapshot["components"]
     assert comps["split"]["restarts"] == 1
     assert comps["spout"]["restarts"] == 0 and comps["sink"]["restarts"] == 0
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
@@ -180,11 +175,14 @@ def test_message_timeout_fails_and_spout_replays(tmp_path):
             config={"test.messages": n, "test.ledger": str(tmp_path / "ledger")})
     b.bolt("split", ["python", "-c", DROP_FIRST_N_BOLT, str(tmp_path / "dropped"), "5"],
            outputs=["word"]).shuffle("spout")
-    sup = Supervisor(b.build(base_dir=COMPONENTS))
-    assert run_until(sup, all_acked(tmp_path, n)) == 0
+    # in fake time: the timeouts need no waiting
+    result = run_topology(b.build(base_dir=COMPONENTS), until=all_acked(tmp_path, n),
+                          clock=FakeClock())
+    assert result.exit_code == 0 and result.stopped_because == "until"
     fails = assert_every_message_acked_once(tmp_path, n)
     assert sum(fails.values()) == 5
-    top = sup.snapshot()["topology"]
+    assert len(result.timed_out["spout"]) == 5
+    top = result.snapshot["topology"]
     assert top["spout_tuples_timed_out"] == 5 and top["spout_tuples_failed"] == 5
 
 
@@ -272,10 +270,10 @@ def test_acking_off_acks_spout_tuples_as_they_are_emitted(tmp_path):
     b.spout("spout", ["python", "ledger_spout.py"], outputs=["sentence"],
             config={"test.messages": n, "test.ledger": str(tmp_path / "ledger")})
     b.bolt("hold", ["python", "-c", NEVER_ACK_BOLT], outputs=[]).shuffle("spout")
-    sup = Supervisor(b.build(base_dir=COMPONENTS))
-    assert run_until(sup, all_acked(tmp_path, n)) == 0
+    result = run_topology(b.build(base_dir=COMPONENTS), until=all_acked(tmp_path, n))
+    assert result.exit_code == 0 and result.stopped_because == "until"
     assert_every_message_acked_once(tmp_path, n)
-    assert sup.snapshot()["topology"]["spout_tuples_pending"] == 0
+    assert result.snapshot["topology"]["spout_tuples_pending"] == 0
 
 
 def test_named_streams_direct_emits_task_ids_and_ticks(tmp_path):
@@ -290,9 +288,9 @@ def test_named_streams_direct_emits_task_ids_and_ticks(tmp_path):
     b.bolt("direct_sink", ["python", "sink_bolt.py", str(tmp_path / "direct.jsonl")],
            outputs=[], parallelism=2, config={"topology.tick.tuple.freq.secs": 1}
            ).direct("router", stream="lengths")
-    sup = Supervisor(b.build(base_dir=COMPONENTS))
-    assert run_until(sup, lambda s: all_acked(tmp_path, n)(s) and s["topology"]["uptime_s"] > 2.2
-                     ) == 0
+    result = run_topology(b.build(base_dir=COMPONENTS),
+                          until=lambda r: all_acked(tmp_path, n)(r) and r.uptime > 2.2)
+    assert result.exit_code == 0 and result.stopped_because == "until"
     assert_every_message_acked_once(tmp_path, n)
     all_rows = [json.loads(x) for x in (tmp_path / "all.jsonl").read_text().splitlines()]
     direct_rows = [json.loads(x) for x in (tmp_path / "direct.jsonl").read_text().splitlines()]
@@ -305,9 +303,11 @@ def test_named_streams_direct_emits_task_ids_and_ticks(tmp_path):
     ticks = [r for r in direct_rows if "tick" in r]
     assert ticks and all(r["tick"] == [1] for r in ticks)
     assert not [r for r in all_rows if "tick" in r], "ticks go only where configured"
-    metrics = sup.snapshot()["components"]["router"]["metrics"]
+    metrics = result.snapshot["components"]["router"]["metrics"]
     # need_task_ids replies: every word went to both all_sink tasks
     assert metrics["task_ids_seen"] == 2 * n * WORDS_PER_MESSAGE
+    assert result.values("router", "words") == [[w] for i in range(n)
+                                                for w in f"message {i} with some words in it".split()]
 
 
 @pytest.mark.parametrize("spout", [["python", "ledger_spout.py"], ["node", "ledger_spout.js"],
@@ -325,11 +325,12 @@ def test_spout_acks_in_batches_or_one_by_one_in_every_client(tmp_path, spout, ac
             config={"test.messages": n, "test.ledger": str(tmp_path / "ledger"),
                     "test.per.next": 20})
     b.bolt("flaky", ["python", "-c", FAIL_EVERY_FIFTH_ONCE_BOLT], outputs=[]).shuffle("spout")
-    sup = Supervisor(b.build(base_dir=COMPONENTS))
-    assert run_until(sup, all_acked(tmp_path, n)) == 0
+    result = run_topology(b.build(base_dir=COMPONENTS), until=all_acked(tmp_path, n))
+    assert result.exit_code == 0 and result.stopped_because == "until"
     fails = assert_every_message_acked_once(tmp_path, n)
     assert set(fails) == {i for i in range(n) if i % 5 == 0}
-    comps = sup.snapshot()["components"]
+    assert sorted(result.failed["spout"]) == sorted(fails)  # the host saw what the spout did
+    comps = result.snapshot["components"]
     assert comps["spout"]["restarts"] == 0 and comps["spout"]["errors"] == 0
 
 
@@ -378,12 +379,12 @@ def test_messages_written_before_the_pid_are_handled_after_the_handshake(tmp_pat
     b.spout("spout", ["python", "ledger_spout.py"], outputs=["sentence"],
             config={"test.messages": n, "test.ledger": str(tmp_path / "ledger")})
     b.bolt("early", ["python", "-c", LOGS_AND_EMITS_BEFORE_PID_BOLT], outputs=[]).shuffle("spout")
-    sup = Supervisor(b.build(base_dir=COMPONENTS))
     caplog.set_level(logging.INFO)
-    assert run_until(sup, lambda s: all_acked(tmp_path, n)(s) and s["topology"]["uptime_s"] > 2.5
-                     ) == 0
+    result = run_topology(b.build(base_dir=COMPONENTS),
+                          until=lambda r: all_acked(tmp_path, n)(r) and r.uptime > 2.5)
+    assert result.exit_code == 0 and result.stopped_because == "until"
     assert_every_message_acked_once(tmp_path, n)
-    comps = sup.snapshot()["components"]
+    comps = result.snapshot["components"]
     assert comps["early"]["restarts"] == 0 and comps["early"]["errors"] == 0
     # heartbeats: about one a second, answered with sync (else the bolt would be declared hung)
     assert comps["early"]["metrics"]["early"] == 3
@@ -414,9 +415,11 @@ def test_spout_is_activated_once_and_deactivated_on_shutdown(tmp_path, caplog):
     b = TopologyBuilder("t", config={"host.shutdown.grace.secs": 1})
     b.spout("spout", ["python", "-c", ACTIVATION_SPOUT], outputs=["x"])
     b.bolt("sink", ["python", "sink_bolt.py", str(tmp_path / "s")], outputs=[]).shuffle("spout")
-    sup = Supervisor(b.build(base_dir=COMPONENTS))
     caplog.set_level(logging.INFO)
-    assert run_until(sup, lambda s: s["topology"]["spout_tuples_acked"] == 1) == 0
+    result = run_topology(b.build(base_dir=COMPONENTS))
+    assert result.exit_code == 0 and result.stopped_because == "quiescent"
+    assert result.acked == {"spout": [1]}
+    assert result.component_logs("spout") == ["activated", "acked 1", "deactivated"]
     said = [r.getMessage().split(": ", 1)[1] for r in caplog.records
             if r.getMessage().startswith("spout[")]
     assert said == ["activated", "acked 1", "deactivated"]
@@ -432,11 +435,12 @@ def test_strict_mode_reports_misuse_and_keeps_the_component(tmp_path, caplog, mo
     topology = ledger_topology(tmp_path, ["python", "misuse_bolt.py", mode,
                                           str(tmp_path / "marker")], n=n,
                                config={"topology.message.timeout.secs": 2})
-    sup = Supervisor(topology, strict=True)
     caplog.set_level(logging.INFO)
-    assert run_until(sup, all_acked(tmp_path, n)) == 0
+    result = run_topology(topology, until=all_acked(tmp_path, n), strict=True,
+                          clock=FakeClock())  # the 2 s message timeout, in fake time
+    assert result.exit_code == 0 and result.stopped_because == "until"
     assert_every_message_acked_once(tmp_path, n)
-    split = sup.snapshot()["components"]["split"]
+    split = result.snapshot["components"]["split"]
     assert split["restarts"] == 0 and split["errors"] == 1
     assert expected in split["last_error"]
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
