@@ -93,6 +93,8 @@ def local(topology: str, duration: float | None, stats_json: str | None, quiet: 
     view = LiveView(quiet=quiet)
     view.setup_logging()
     ui = _start_ui(model, ui_port) if ui_port is not None else None
+    if ui is not None:
+        view.banner = f"web UI: {ui.url}"
     supervisor = Supervisor(model, strict=strict)
     supervisor.on_report = view.update if ui is None else _report_to(view, ui)
     if ui is not None:
@@ -293,7 +295,8 @@ def _stdin_tuples() -> list:
         except ValueError as exc:
             click.echo(f"error: stdin line {n}: not JSON: {exc}", err=True)
             sys.exit(EXIT_TOPOLOGY)
-        if not isinstance(value, (list, dict)) or (isinstance(value, dict) and "values" not in value):
+        if not isinstance(value, (list, dict)) or (isinstance(value, dict)
+                                                   and "values" not in value):
             click.echo(f"error: stdin line {n}: expected an array of values or an object with "
                        f"\"values\", got {line.strip()[:200]}", err=True)
             sys.exit(EXIT_TOPOLOGY)

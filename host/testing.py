@@ -25,15 +25,20 @@ Public API (also available as pytest fixtures, see `host.pytest_plugin`):
     subscriber because everything it fed was replaced is silenced (it emits nothing), so an
     endless spout upstream cannot keep the run from ending.
 
-    The run ends, gracefully (drain, then the host's staged shutdown), at the first of:
-    - quiescence, when `until` is not given: nothing in flight (the acker holds no tuple tree, no
-      bolt task has a tuple pending or queued, no spout command is waiting for its `sync`, every
-      task is running) and every spout idle (a replaced spout has emitted all its tuples; any
-      other spout answered its last three `next`s without emitting);
-    - `until(result_so_far)` returning true, when given (checked after every turn of the event
-      loop; `result.quiescent` tells whether the topology is quiet at that moment);
-    - a component declared fatal by the host (restarted too often);
-    - `timeout` seconds of real time (`result.stopped_because == "timeout"`; nothing is raised).
+    The run ends at the first of the following, and then stops as `python -m host local` does:
+    the spouts are deactivated, what is in flight gets the drain grace period, and every process
+    is stopped in stages (stdin closed, SIGTERM, SIGKILL). `result.stopped_because` says which:
+    - "quiescent", when `until` is not given: nothing in flight (the acker holds no tuple tree,
+      no bolt task has a tuple pending or queued, no spout command is waiting for its `sync`,
+      every task is running) and every spout idle (a replaced spout has emitted all its tuples;
+      any other spout answered its last three `next`s without emitting). A bolt that never acks
+      a tuple keeps the topology from ever being quiescent: give `until` then;
+    - "until": `until(result_so_far)` returned true (checked after every turn of the event loop,
+      so keep it cheap; `result.quiescent` tells whether the topology is quiet at that moment);
+    - "failure": a component was declared fatal by the host (restarted too often);
+    - "timeout": `timeout` real seconds passed; then nothing is drained (whatever is in flight is
+      stuck) and nothing is raised.
+    Ctrl-C (SIGINT) or SIGTERM during a run stops it the same graceful way.
 
 `run_component(command, tuples=(), *, kind="bolt", conf=None, context=None, cwd=None,
                timeout=10, ...)`
@@ -64,8 +69,9 @@ Public API (also available as pytest fixtures, see `host.pytest_plugin`):
     time. Fake time moves only while every component is quiet (no message from any of them for
     `FakeClock.autojump_threshold` real seconds, 5 ms by default); while a component owes the
     host an answer (the handshake's pid, a heartbeat's `sync`, a spout command's `sync`) it is
-    held for up to `FakeClock.stall_threshold` (0.25 s) of real time, so a slow component is not
-    declared hung in fake time, yet a hung one still is, eventually. Idle spouts are asked for
+    held for up to `FakeClock.stall_threshold` (0.25 s) of real time per fake second, so a slow
+    component is not declared hung in fake time, yet a hung one still is (a 30 s
+    `topology.subprocess.timeout.secs` then takes about 8 real seconds). Idle spouts are asked for
     their `next` once per fake-time step rather than every few fake milliseconds. After the
     run is stopped, fake time follows real time, so that the staged shutdown (grace, SIGTERM,
     SIGKILL) is bounded; it is frozen again when `run_topology` returns.
@@ -95,19 +101,39 @@ from pathlib import Path
 from typing import Any
 
 import multilang
-from multilang.codec import (DEFAULT_MAX_FRAME, END, EncodeError, Framer, ProtocolError, dumps,
-                             to_wire)
-from multilang.messages import (Ack, Emit, Error, Fail, Handshake, Log, Metrics, Pid,
-                                SpoutCommand, Sync, TaskIds, TupleMessage, UnknownCommand)
+from multilang.codec import (
+    DEFAULT_MAX_FRAME,
+    EncodeError,
+    Framer,
+    ProtocolError,
+    dumps,
+    to_wire,
+)
+from multilang.messages import (
+    Ack,
+    Emit,
+    Error,
+    Fail,
+    Handshake,
+    Log,
+    Metrics,
+    Pid,
+    SpoutCommand,
+    Sync,
+    TaskIds,
+    TupleMessage,
+    UnknownCommand,
+)
 from multilang.paths import client_environment
-from multilang.serializers import Serializer, serializer as serializer_named
+from multilang.serializers import Serializer
+from multilang.serializers import serializer as serializer_named
 
 from . import config as cfg
 from .model import SPOUT, Component, Topology
 
 __all__ = [
-    "run_topology", "run_component", "FakeClock", "TopologyResult", "ComponentResult",
-    "Emitted", "LogLine", "ComponentPeer", "make_context", "tick", "heartbeat",
+    "ComponentPeer", "ComponentResult", "Emitted", "FakeClock", "LogLine", "TopologyResult",
+    "heartbeat", "make_context", "run_component", "run_topology", "tick",
 ]
 
 HOST_BIN = str(Path(sys.executable).parent)
@@ -328,8 +354,9 @@ class TopologyResult:
 
     def report(self, log_lines: int = 40) -> str:
         """A readable summary, for failure messages."""
-        out = [f"run_topology({self.topology.name!r}): stopped because {self.stopped_because}, "
-               f"after {self.uptime:.3f}s of clock time ({self.real_time:.3f}s real)"]
+        out = [(f"run_topology({self.topology.name!r}): stopped because "
+                f"{self.stopped_because}, after {self.uptime:.3f}s of clock time "
+                f"({self.real_time:.3f}s real)")]
         if self.failure:
             out.append(f"failure: {self.failure}")
         for cid, streams in self.emitted.items():
@@ -345,10 +372,11 @@ class TopologyResult:
         return "\n".join(out)
 
     def __repr__(self) -> str:
-        return (f"<TopologyResult {self.topology.name!r} stopped_because={self.stopped_because!r} "
-                f"emitted={ {c: {s: len(v) for s, v in st.items()} for c, st in self.emitted.items()} } "
-                f"acked={ {c: len(v) for c, v in self.acked.items()} } "
-                f"failed={ {c: len(v) for c, v in self.failed.items()} }>")
+        emitted = {c: {s: len(v) for s, v in st.items()} for c, st in self.emitted.items()}
+        acked = {c: len(v) for c, v in self.acked.items()}
+        failed = {c: len(v) for c, v in self.failed.items()}
+        return (f"<TopologyResult {self.topology.name!r} stopped_because="
+                f"{self.stopped_because!r} emitted={emitted} acked={acked} failed={failed}>")
 
 
 # ---- replacing components with fixed inputs -----------------------------------------------------
@@ -487,7 +515,7 @@ class _Capture(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         try:
             self.result.logs.append(_log_line(record, self.result.uptime))
-        except Exception:  # a log call must never break the run
+        except Exception:  # noqa: BLE001 - a log call must never break the run
             self.handleError(record)
 
 
@@ -727,7 +755,8 @@ class _TopologyRun:
         return due
 
 
-def run_topology(topology: Topology | str | os.PathLike, inputs: Mapping[str, Iterable] | None = None,
+def run_topology(topology: Topology | str | os.PathLike,
+                 inputs: Mapping[str, Iterable] | None = None,
                  until: Callable[[TopologyResult], bool] | None = None, timeout: float = 30.0,
                  clock: FakeClock | None = None, *, config: Mapping[str, Any] | None = None,
                  strict: bool = False) -> TopologyResult:
@@ -945,8 +974,7 @@ class ComponentPeer:
             try:
                 messages = self.decoder.feed(data)
             except ProtocolError as exc:
-                self._received(data, exc.decoded)
-                self.inbox.extend(exc.decoded)
+                self._received(data, exc.decoded)  # the transcript shows the bad bytes too
                 raise
             self._received(data, messages)
             self.inbox.extend(messages)
@@ -1103,6 +1131,8 @@ class _Exchange:
         try:
             msg = self.peer.poll(min(self.reply_timeout if wait is None else wait, left))
         except ProtocolError as exc:
+            for m in exc.decoded:  # what came before the bad bytes still counts
+                self.handle(m)
             self.result.protocol_error = f"{exc.reason}: {exc.raw!r}"
             self.peer.note(f"protocol error: {exc.reason}")
             self.over = True
@@ -1156,9 +1186,8 @@ class _Exchange:
             self.syncs += 1
         elif typ is UnknownCommand:
             self.problem(f"unknown command {msg.command!r}")
-        elif typ is Pid:
-            if r.pid is not None:
-                self.problem("a second pid reply")
+        elif typ is Pid and r.pid is not None:
+            self.problem("a second pid reply")
 
     def problem(self, text: str) -> None:
         self.result.problems.append(text)
@@ -1356,7 +1385,10 @@ def _close(ex: _Exchange) -> None:
         try:
             msg = peer.poll(max(0.0, end - time.monotonic()))
         except ProtocolError as exc:
+            for m in exc.decoded:
+                ex.handle(m)
             ex.result.protocol_error = f"{exc.reason}: {exc.raw!r}"
+            peer.note(f"protocol error: {exc.reason}")
             return
         if msg is not None:
             ex.handle(msg)

@@ -306,8 +306,8 @@ def test_named_streams_direct_emits_task_ids_and_ticks(tmp_path):
     metrics = result.snapshot["components"]["router"]["metrics"]
     # need_task_ids replies: every word went to both all_sink tasks
     assert metrics["task_ids_seen"] == 2 * n * WORDS_PER_MESSAGE
-    assert result.values("router", "words") == [[w] for i in range(n)
-                                                for w in f"message {i} with some words in it".split()]
+    sentences = [f"message {i} with some words in it" for i in range(n)]
+    assert result.values("router", "words") == [[w] for s in sentences for w in s.split()]
 
 
 @pytest.mark.parametrize("spout", [["python", "ledger_spout.py"], ["node", "ledger_spout.js"],

@@ -8,4 +8,4 @@ from __future__ import annotations
 
 from host.testing import _HOST_TUPLE_ID, HOST_BIN, ComponentPeer, make_context
 
-__all__ = ["ComponentPeer", "make_context", "HOST_BIN", "_HOST_TUPLE_ID"]
+__all__ = ["HOST_BIN", "_HOST_TUPLE_ID", "ComponentPeer", "make_context"]
