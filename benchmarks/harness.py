@@ -10,6 +10,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -41,9 +42,9 @@ MODES = {
     "full": Mode("full", runs=5, ceiling_secs=2.0, warmup_secs=1.5, measure_secs=4.0,
                  idle_windows=6, idle_window_secs=5.0, acker_sizes=(100_000, 1_000_000),
                  acker_ops_secs=2.0, scaling_runs=3, rdd_records=200_000),
-    "quick": Mode("quick", runs=3, ceiling_secs=0.5, warmup_secs=0.5, measure_secs=1.5,
+    "quick": Mode("quick", runs=3, ceiling_secs=0.5, warmup_secs=0.4, measure_secs=1.0,
                   idle_windows=5, idle_window_secs=1.0, acker_sizes=(100_000, 1_000_000),
-                  acker_ops_secs=0.5, scaling_runs=1, rdd_records=50_000),
+                  acker_ops_secs=0.5, scaling_runs=1, rdd_records=20_000),
     "smoke": Mode("smoke", runs=1, ceiling_secs=0.2, warmup_secs=0.2, measure_secs=0.3,
                   idle_windows=2, idle_window_secs=0.3, acker_sizes=(10_000, 20_000),
                   acker_ops_secs=0.1, scaling_runs=1, rdd_records=2_000),
@@ -129,6 +130,8 @@ class Result:
             "ratios": self.ratios,
             "targets": self.targets,
             "notes": self.notes,
+            # other work on the machine is the usual reason for a wide min-max
+            "load_average_at_end": _load_average(),
         }
         if self.skipped is not None:
             out["skipped"] = self.skipped
@@ -236,6 +239,13 @@ def _version(module: str) -> str | None:
         return None
 
 
+def _load_average() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
+
+
 def machine() -> dict:
     """What the figures depend on: CPUs, memory, interpreters, JSON libraries, the commit."""
     try:
@@ -248,6 +258,7 @@ def machine() -> dict:
     return {
         "cpu_count": os.cpu_count(),
         "cpu_model": _cpu_model(),
+        "load_average_at_start": _load_average(),
         "memory_bytes": memory,
         "platform": platform.platform(),
         "python": platform.python_version(),
@@ -274,8 +285,6 @@ def run_topology(ctx: Context, builder: str, params: dict, *, windows: int = 1,
                  profile: str | None = None, max_secs: float | None = None) -> dict:
     """Run `benchmarks.runner` in a fresh process (one host per run: nothing carries over from
     one run to the next) and return what it measured."""
-    import tempfile
-
     window = ctx.mode.measure_secs if window is None else window
     warmup = ctx.mode.warmup_secs if warmup is None else warmup
     if max_secs is None:

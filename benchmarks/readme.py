@@ -104,7 +104,8 @@ def render(results: Path) -> str:
     out = ["## Performance", "",
            f"Measured {any_result['date'][:10]} on {m['cpu_count']} x {m['cpu_model']} "
            f"(Python {m['python']}, ujson {m['ujson']}, orjson {m['orjson'] or '-'}, "
-           f"Node {m['node'] or '-'}; commit {m['commit'] or '-'}) with "
+           f"Node {m['node'] or '-'}; commit {m['commit'] or '-'}; load average at the start "
+           f"{m.get('load_average_at_start') or '-'}) with "
            f"`{any_result['command']}` (mode: {any_result['mode']}). Medians over the runs, "
            "min-max in brackets; every baseline was measured in the same run, alternating with "
            "what it is compared to.", "",

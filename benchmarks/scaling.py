@@ -5,7 +5,7 @@
 
 Every round runs every point once (the first of each series is its baseline); the plot,
 throughput against parallelism and against tuple size with min-max bars, goes to
-benchmarks/plots/scaling.png.
+benchmarks/plots/scaling.png after a full run (the README shows it), else beside the results.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def _plot(result: Result, path: Path) -> Path | None:
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
     med, err = _series(result, [_label_p(p) for p in PARALLELISM], "acked_per_s")
-    left.errorbar(PARALLELISM, med, yerr=err, marker="o", capsize=4, label="acked sentences/s")
+    left.errorbar(PARALLELISM, med, yerr=err, marker="o", capsize=4)
     cpu, _ = _series(result, [_label_p(p) for p in PARALLELISM], "host_cpu_pct")
     left.set_xscale("log", base=2)
     left.set_xticks(PARALLELISM, [str(p) for p in PARALLELISM])

@@ -41,6 +41,7 @@ def window_metrics(window: dict, words_from: str = "count") -> dict:
         "latency_p50_ms": latency["p50"],
         "latency_p99_ms": latency["p99"],
         "latency_p999_ms": latency["p999"],
+        "latency_samples": latency["count"],  # the host times a sample of the roots
         "host_cpu_pct": window["host_cpu_s"] / secs * 100,
         "host_cpu_us_per_tuple": window["host_cpu_s"] / routed * 1e6 if routed else None,
         "components_cpu_pct": window["children_cpu_s"] / secs * 100,

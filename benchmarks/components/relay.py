@@ -1,4 +1,4 @@
-"""Re-emits every input tuple unchanged, anchored to it (the tuple-size benchmark's middle stage)."""
+"""Re-emits every input tuple unchanged, anchored to it: the middle stage of the size benchmark."""
 
 from multilang import BasicBolt
 
