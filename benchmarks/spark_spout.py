@@ -6,8 +6,9 @@ acked, max.spout.pending 1000, 100 rows per `next` for both spouts. The Spark sp
 DataFrame source over the same text file (`spark.spout.format: text`, local[2]).
 
 Figures per variant: `emit_rate` (sentences/s from the spout's first emit to the last ack, so
-start-up is excluded) and `first_tuple_s` (seconds from the host's start to the spout's first
-emit). The Spark spout is measured twice: *cold*, once (a fresh staging directory: the JVM
+start-up is excluded), `first_tuple_s` (seconds from the host's start to the spout's first
+emit) and `spout_cpu_us_per_row` (the spout process's CPU time over the same span, per row: the
+share of a busy machine the spout takes, steadier than rates when the machine is shared). The Spark spout is measured twice: *cold*, once (a fresh staging directory: the JVM
 starts, the job runs and is staged), and *warm*, each round (a fresh checkpoint over the staged
 rows, as after a restart: no JVM). Target: the Spark spout's rate >= 80% of the plain spout's
 (it must not be the bottleneck).
@@ -30,7 +31,8 @@ from .harness import COMPONENTS, REPO, Context, Result, round_robin
 
 NAME = "spark-spout"
 DESCRIPTION = "Spark spout (DataFrame source) vs a plain Python spout, same topology"
-COLUMNS = [("emit_rate", "sentences/s"), ("first_tuple_s", "start to first tuple (s)")]
+COLUMNS = [("emit_rate", "sentences/s"), ("first_tuple_s", "start to first tuple (s)"),
+           ("spout_cpu_us_per_row", "spout CPU us/row")]
 PLAIN, COLD, WARM = ("plain Python spout (baseline)", "Spark spout, cold (JVM + staging)",
                      "Spark spout, warm (staged)")
 ROWS = {"full": 200_000, "quick": 50_000, "smoke": 2_000}
@@ -74,18 +76,37 @@ def measure(spec: dict) -> dict:
     started = time.monotonic()
     sup.start(spec["max_secs"])
     done_at = None
+    cpu_at_first = cpu_at_done = None
     try:
         while sup.step():
+            if first and cpu_at_first is None:
+                cpu_at_first = _spout_cpu(sup)
             if done_at is None and sup.spout_acked >= spec["rows"]:
                 done_at = time.monotonic()
+                cpu_at_done = _spout_cpu(sup)
                 sup.request_stop("all sentences acked")
     finally:
         sup.finish()
     if done_at is None or not first:
         raise RuntimeError(f"{spec['variant']}: {sup.spout_acked} of {spec['rows']} acked "
                            f"({sup.failure or 'time limit'})")
-    return {"emit_rate": spec["rows"] / (done_at - first[0]), "first_tuple_s": first[0] - started,
-            "secs": done_at - first[0]}
+    figures = {"emit_rate": spec["rows"] / (done_at - first[0]),
+               "first_tuple_s": first[0] - started, "secs": done_at - first[0]}
+    if cpu_at_first is not None and cpu_at_done is not None:
+        figures["spout_cpu_us_per_row"] = (cpu_at_done - cpu_at_first) / spec["rows"] * 1e6
+    return figures
+
+
+def _spout_cpu(sup) -> float | None:
+    """CPU seconds of the spout's Python process so far (not its JVM: that is start-up)."""
+    import psutil
+
+    task = next(t for t in sup.spouts if t.cid == "source")
+    try:
+        times = psutil.Process(task.proc.pid).cpu_times()
+    except psutil.Error:
+        return None
+    return times.user + times.system
 
 
 def _run(spec: dict) -> dict:

@@ -5,8 +5,9 @@ that was created and not yet acked, the spout task and the message id. Every del
 random 64-bit id, XORed into each of its roots once when it is created and once when it is acked;
 a root whose value returns to zero is complete. The tree itself is never stored, so memory is per
 spout tuple, not per tuple: about 200 bytes each, message id included (benchmarks/acker-memory).
-Start times are kept for one root in LATENCY_SAMPLE only, which is enough for complete-latency
-percentiles (Storm samples its statistics too) and keeps a float out of every record.
+Start times are kept for one root in `latency_sample` (default 16) only, which is enough for
+complete-latency percentiles (Storm samples its statistics too) and keeps a float out of every
+record; 1 times every root (host.acker.latency.sample).
 
 Timeouts use rotating buckets (Storm's RotatingMap): a root lives in the bucket that was newest when
 it was opened; every `timeout / (BUCKETS - 1)` seconds the oldest bucket expires as a whole, so a
@@ -44,8 +45,9 @@ def new_id() -> int:
 
 class Acker:
     def __init__(self, timeout_secs: float, clock: Callable[[], float],
-                 timeouts_enabled: bool = True):
+                 timeouts_enabled: bool = True, latency_sample: int = LATENCY_SAMPLE):
         self.clock = clock
+        self.latency_sample = max(1, int(latency_sample))
         self.timeouts_enabled = timeouts_enabled
         self._period = max(float(timeout_secs), 0.001) / (BUCKETS - 1)
         self._buckets: list[dict[int, list]] = [{} for _ in range(BUCKETS)]  # [0] is newest
@@ -75,7 +77,7 @@ class Acker:
         root = next(self._roots)
         self._buckets[0][root] = (xor, spout_task, msg_id)
         self._pending[spout_task] += 1
-        if not root % LATENCY_SAMPLE:
+        if not root % self.latency_sample:
             self._started[root] = self.clock()
         return root
 
@@ -112,7 +114,7 @@ class Acker:
             if done is None:
                 done = []
             done.append(Outcome(rec[_TASK], rec[_MSG],
-                                self._latency(root) if not root % LATENCY_SAMPLE else None))
+                                self._latency(root) if not root % self.latency_sample else None))
         return done
 
     def fail(self, roots: Iterable[int]) -> list[Outcome]:

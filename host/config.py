@@ -38,6 +38,7 @@ RESTART_WINDOW_SECS = "host.restart.window.secs"
 SHUTDOWN_GRACE_SECS = "host.shutdown.grace.secs"
 SPOUT_IDLE_MAX_SLEEP_MS = "host.spout.idle.max.sleep.ms"
 SPOUT_ACK_BATCH = "host.spout.ack.batch"
+ACKER_LATENCY_SAMPLE = "host.acker.latency.sample"
 MAX_FRAME_BYTES = "host.max.frame.bytes"
 
 HOST_PREFIX = "host."
@@ -111,6 +112,8 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     # ack / fail commands written to a spout before waiting for their syncs; 1 = Storm's strict
     # one-command-at-a-time exchange
     Key(SPOUT_ACK_BATCH, 100, _positive_int),
+    # complete latency is timed for one spout tuple in this many (1 = all: 24 more bytes each)
+    Key(ACKER_LATENCY_SAMPLE, 16, _positive_int),
     Key(MAX_FRAME_BYTES, 16 * 1024 * 1024, _positive_int),
 )}
 
@@ -353,6 +356,10 @@ def spout_idle_max_sleep_ms(conf: Mapping) -> float:
 
 def spout_ack_batch(conf: Mapping) -> int:
     return _get(conf, SPOUT_ACK_BATCH)
+
+
+def acker_latency_sample(conf: Mapping) -> int:
+    return _get(conf, ACKER_LATENCY_SAMPLE)
 
 
 def max_frame_bytes(conf: Mapping) -> int:

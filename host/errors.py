@@ -7,6 +7,13 @@ class HostError(Exception):
     """Base of every error the host reports to the user."""
 
 
+def _one_line(text: str) -> str:
+    """Control characters escaped (a newline in a component id, say): an error is one line."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 class TopologyError(HostError):
     """A topology that cannot run. Names the file, the component and the key (exit code 2)."""
 
@@ -23,7 +30,7 @@ class TopologyError(HostError):
             where.append(f"component '{component}'")
         if key:
             where.append(f"key '{key}'")
-        super().__init__(": ".join(where + [problem]) if where else problem)
+        super().__init__(_one_line(": ".join(where + [problem]) if where else problem))
 
 
 class ComponentError(HostError):

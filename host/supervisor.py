@@ -138,7 +138,7 @@ class Supervisor:
         self.bolt_max_pending = cfg.shellbolt_max_pending(conf)
         self.ack_batch = cfg.spout_ack_batch(conf)
         self.acker = Acker(cfg.message_timeout_secs(conf), clock,
-                           cfg.message_timeouts_enabled(conf))
+                           cfg.message_timeouts_enabled(conf), cfg.acker_latency_sample(conf))
         self.task_map = assign_tasks(topology)
         self.router = Router(topology, {c.id: self.task_map.tasks_of(c.id)
                                         for c in topology.components})

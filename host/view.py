@@ -14,7 +14,8 @@ import logging
 import sys
 import time
 from collections import deque
-from typing import Iterable, Sequence, TextIO
+from collections.abc import Iterable, Sequence
+from typing import TextIO
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
@@ -55,8 +56,9 @@ def _clock(stamp) -> str:
 
 
 def sparkline(values: Sequence[float], width: int = HISTORY_SECS) -> str:
-    """The last `width` values as block characters scaled to their maximum, right-aligned and
-    padded with spaces. All zeros draw the lowest bar, so an idle topology shows a flat line."""
+    """The last `width` values as block characters scaled to their maximum, oldest first,
+    padded with spaces to `width` (it grows to the right, then scrolls). All zeros draw the
+    lowest bar, so an idle topology shows a flat line."""
     values = list(values)[-width:] if width > 0 else []
     top = max(values, default=0.0)
     last = len(BARS) - 1
@@ -64,7 +66,7 @@ def sparkline(values: Sequence[float], width: int = HISTORY_SECS) -> str:
         bars = BARS[0] * len(values)
     else:
         bars = "".join(BARS[min(last, max(0, round(v / top * last)))] for v in values)
-    return bars.rjust(width)
+    return bars.ljust(width)
 
 
 class Rates:
@@ -240,8 +242,8 @@ def log_lines(snap: dict, count: int = LOG_LINES) -> Text | None:
 
 def failure_lines(f: dict) -> list[str]:
     """A failure report (snapshot `failures` entry) as lines of plain text."""
-    lines = [f"{f.get('component', '?')} task {f.get('task', '?')} pid {f.get('pid', '?')} "
-             f"failed at {_clock(f.get('time'))}: {f.get('reason', 'unknown reason')}"]
+    lines = [(f"{f.get('component', '?')} task {f.get('task', '?')} pid {f.get('pid', '?')} "
+              f"failed at {_clock(f.get('time'))}: {f.get('reason', 'unknown reason')}")]
     if f.get("exit"):
         lines.append(f"exit: {f['exit']}")
     stderr = f.get("stderr") or []
@@ -252,6 +254,8 @@ def failure_lines(f: dict) -> list[str]:
                        ("last_received", "last it wrote")):
         messages = [line for line in str(f.get(key) or "").splitlines()
                     if line.strip() and line.strip() != "end"]  # the frame ends say nothing
+        if len(messages) > 1 and not messages[0].lstrip().startswith(("{", "[")):
+            del messages[0]  # a tail of the output, cut in the middle of a message
         if messages:
             lines.append(f"{label}:")
             lines += [f"  {line}" for line in messages]
@@ -269,8 +273,11 @@ def _failure_key(f: dict) -> tuple:
     return (f.get("time"), f.get("component"), f.get("task"), f.get("pid"))
 
 
-def live_renderable(snap: dict, rates: Rates | None) -> RenderableType:
+def live_renderable(snap: dict, rates: Rates | None,
+                    banner: str | None = None) -> RenderableType:
     parts: list[RenderableType] = [component_table(snap, rates)]
+    if banner:
+        parts.insert(0, Text(banner, style="dim"))
     logs = log_lines(snap)
     if logs is not None:
         parts.append(Text("recent component log lines", style="bold dim"))
@@ -281,11 +288,11 @@ def live_renderable(snap: dict, rates: Rates | None) -> RenderableType:
 def plain_line(snap: dict, rates: Rates) -> str:
     top = snap["topology"]
     lat = top["complete_latency_ms"]
-    parts = [f"[{top['uptime_s']:.0f}s] acked={top['spout_tuples_acked']}"
-             f" ({rates.acked_per_s:,.0f}/s) failed={top['spout_tuples_failed']}"
-             f" timed_out={top['spout_tuples_timed_out']}"
-             f" pending={top.get('spout_tuples_pending', 0)}"
-             f" latency_ms p50={_ms(lat['p50'])} p99={_ms(lat['p99'])}"]
+    parts = [(f"[{top['uptime_s']:.0f}s] acked={top['spout_tuples_acked']}"
+              f" ({rates.acked_per_s:,.0f}/s) failed={top['spout_tuples_failed']}"
+              f" timed_out={top['spout_tuples_timed_out']}"
+              f" pending={top.get('spout_tuples_pending', 0)}"
+              f" latency_ms p50={_ms(lat['p50'])} p99={_ms(lat['p99'])}")]
     for cid, c in snap["components"].items():
         part = (f"{cid}: emitted={c['emitted']} acked={c['acked']} failed={c['failed']}"
                 f" in_flight={c.get('in_flight', 0)}")
@@ -314,6 +321,7 @@ class LiveView:
         self._seen_failures: set[tuple] = set()
         self._out = plain_out
         self._err = plain_err
+        self.banner: str | None = None  # a line above the live table, e.g. the web UI's URL
 
     def setup_logging(self, level: int = logging.INFO) -> None:
         root = logging.getLogger()
@@ -342,7 +350,7 @@ class LiveView:
         self.rates.update(snap)
         self._new_failures(snap)
         if self._live is not None:
-            self._live.update(live_renderable(snap, self.rates), refresh=True)
+            self._live.update(live_renderable(snap, self.rates, self.banner), refresh=True)
         elif time.monotonic() >= self._next_plain:
             self._next_plain = time.monotonic() + PLAIN_EVERY_SECS
             print(plain_line(snap, self.rates), file=self._out or sys.stdout, flush=True)

@@ -168,10 +168,10 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "multilang-host"
     sys_version = ""
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+    def do_GET(self) -> None:
         self._respond(body=True)
 
-    def do_HEAD(self) -> None:  # noqa: N802
+    def do_HEAD(self) -> None:
         self._respond(body=False)
 
     def _respond(self, body: bool) -> None:
@@ -217,5 +217,5 @@ class _Handler(BaseHTTPRequestHandler):
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the browser went away
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: Any) -> None:
         log.debug("web UI: " + format, *args)  # one line per request is noise in the terminal

@@ -7,8 +7,8 @@
 const POLL_MS = 1000;
 const RATE_WINDOW_S = 2; // per-component rates: over the last two seconds or so
 const HISTORY_POINTS = 120; // the throughput sparkline: two minutes at one poll a second
-const NODE_W = 188;
-const NODE_H = 70;
+const NODE_W = 196;
+const NODE_H = 84;
 const GAP_X = 150; // room for the edge labels between columns
 const GAP_Y = 30;
 const WAYPOINT_H = 22; // the slot an edge takes in a column it crosses
@@ -22,7 +22,7 @@ const state = {
   recent: [], // the snapshots of the last few seconds, oldest first
   history: [],
   selected: null,
-  nodes: new Map(), // component id -> {group, live, badge}
+  nodes: new Map(), // component id -> the SVG elements that show its live numbers
   failuresShown: '',
   logsShown: '',
 };
@@ -227,7 +227,8 @@ function drawGraph(topology) {
     group.append(svg('text', { class: 'sub', x: 10, y: 35 },
       `${c.kind} · ×${c.parallelism} · ${clip(runs, 18)}`));
     const live = svg('text', { class: 'live', x: 10, y: 54 }, '');
-    group.append(live);
+    const rate = svg('text', { class: 'live', x: 10, y: 71 }, '');
+    group.append(live, rate);
     const badge = svg('g', { class: 'badge', transform: `translate(${NODE_W - 4},4)` });
     badge.style.display = 'none';
     badge.append(svg('circle', { r: 10 }));
@@ -238,7 +239,7 @@ function drawGraph(topology) {
       `${c.parallelism === 1 ? '' : 's'}): ${c.command.join(' ')}`));
     group.addEventListener('click', () => select(c.id));
     nodeLayer.append(group);
-    state.nodes.set(c.id, { group, live, badge, badgeText });
+    state.nodes.set(c.id, { group, live, rate, badge, badgeText });
   }
 }
 
@@ -331,10 +332,12 @@ function updateGraph(snap) {
     if (!c) continue;
     const spout = node.group.classList.contains('spout');
     const rate = perSecond(cid, spout ? 'emitted' : 'executed');
-    let text = spout ? `emitted ${fmtInt(c.emitted)}` : `executed ${fmtInt(c.executed)}`;
-    if (rate !== null) text += ` · ${fmtRate(rate)}/s`;
-    if (!spout && typeof c.capacity === 'number') text += ` · cap ${c.capacity.toFixed(2)}`;
-    node.live.textContent = text;
+    node.live.textContent = spout ? `emitted ${fmtInt(c.emitted)}` : `executed ${fmtInt(c.executed)}`;
+    let text = rate === null ? '' : `${fmtRate(rate)}/s`;
+    if (!spout && typeof c.capacity === 'number') {
+      text += `${text ? ' · ' : ''}capacity ${c.capacity.toFixed(2)}`;
+    }
+    node.rate.textContent = text;
     const cap = typeof c.capacity === 'number' ? c.capacity : 0;
     node.group.classList.toggle('busy', cap >= 0.5 && cap < 0.8);
     node.group.classList.toggle('hot', cap >= 0.8);
@@ -487,16 +490,23 @@ function updateFailures(snap) {
       div.append(el('div', { class: 'label' }, 'last stderr lines'));
       div.append(el('pre', {}, f.stderr.join('\n')));
     }
-    if (f.last_sent) {
-      div.append(el('div', { class: 'label' }, 'last message sent to it'));
-      div.append(el('pre', {}, f.last_sent));
-    }
-    if (f.last_received) {
-      div.append(el('div', { class: 'label' }, 'last it wrote'));
-      div.append(el('pre', {}, f.last_received));
+    for (const [key, title] of [['last_sent', 'last message sent to it'], ['last_received', 'last it wrote']]) {
+      const text = messages(f[key]);
+      if (!text) continue;
+      div.append(el('div', { class: 'label' }, title));
+      div.append(el('pre', {}, text));
     }
     return div;
   }));
+}
+
+// The protocol messages of a failure report, without the `end` line after each; the first line
+// of a tail cut mid-message (not starting a JSON value) is left out.
+function messages(text) {
+  if (!text) return '';
+  const lines = String(text).split('\n').filter((l) => l.trim() && l.trim() !== 'end');
+  if (lines.length > 1 && !/^\s*[[{]/.test(lines[0])) lines.shift();
+  return lines.join('\n');
 }
 
 function updateLogs(snap) {
