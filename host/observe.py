@@ -24,6 +24,18 @@ def _short(data: bytes | str | None, limit: int = 300) -> str | None:
     return text if len(text) <= limit else text[:limit] + f"... ({len(text)} chars)"
 
 
+def _tail(data: bytes | None, limit: int = 400) -> str | None:
+    """The newest part of what a process wrote, from a line start when one is in reach."""
+    if data is None:
+        return None
+    text = data.decode("utf-8", "replace")
+    if len(text) <= limit:
+        return text
+    text = text[-limit:]
+    cut = text.find("\n")
+    return text[cut + 1:] if 0 <= cut < limit // 2 else text
+
+
 class Observations:
     def __init__(self) -> None:
         self.logs: deque[dict] = deque(maxlen=RECENT_LOGS)
@@ -43,7 +55,7 @@ class Observations:
         self.failures.append({
             "time": time.time(), "component": component, "task": task, "pid": pid,
             "reason": reason, "exit": exit_status, "stderr": stderr[-10:],
-            "last_sent": _short(last_sent), "last_received": _short(last_received)})
+            "last_sent": _short(last_sent), "last_received": _tail(last_received)})
 
     def rates(self, now: float, acked: int, failed: int) -> None:
         """Acked and failed spout tuples per second since the previous call (at least 0.2 s)."""

@@ -20,10 +20,10 @@ import pytest
 
 os.environ.setdefault("SE_OFFLINE", "true")  # before selenium is imported: no downloads
 
-from selenium import webdriver  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
-from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
 
 ROOT = Path(__file__).resolve().parents[2]
 WORDCOUNT = ROOT / "examples" / "wordcount" / "topology.yaml"

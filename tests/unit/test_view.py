@@ -7,8 +7,17 @@ import io
 
 from rich.console import Console
 
-from host.view import (BARS, LiveView, Rates, component_table, failure_lines, live_renderable,
-                       log_lines, plain_line, sparkline)
+from host.view import (
+    BARS,
+    LiveView,
+    Rates,
+    component_table,
+    failure_lines,
+    live_renderable,
+    log_lines,
+    plain_line,
+    sparkline,
+)
 
 
 def snapshot(uptime: float = 10.0, acked: int = 1000, *, new_keys: bool = True,
@@ -48,7 +57,8 @@ FAILURE = {"time": 1_700_000_000.0, "component": "count", "task": 3, "pid": 4242
            "stderr": ["Traceback (most recent call last):", "ZeroDivisionError: division by zero"],
            "last_sent": '{"id":"77","comp":"split","stream":"default","task":6,"tuple":["cow"]}'
                         "\nend\n",
-           "last_received": '{"command":"ack","id":"76"}\nend\n'}
+           # the tail of what it wrote, cut in the middle of a message
+           "last_received": 'ask_ids":false}\nend\n{"command":"ack","id":"76"}\nend\n'}
 
 
 def render(renderable, width: int = 200) -> str:
@@ -59,8 +69,8 @@ def render(renderable, width: int = 200) -> str:
 
 # ---- sparkline and rates ------------------------------------------------------------------------
 
-def test_sparkline_scales_to_the_maximum_and_pads_on_the_left():
-    assert sparkline([0, 5, 10], width=5) == "  " + BARS[0] + BARS[4] + BARS[-1]
+def test_sparkline_scales_to_the_maximum_and_grows_to_the_right():
+    assert sparkline([0, 5, 10], width=5) == BARS[0] + BARS[4] + BARS[-1] + "  "
     assert sparkline([], width=3) == "   "
     assert sparkline([0, 0, 0], width=3) == BARS[0] * 3  # idle: a flat line, not nothing
     assert sparkline(range(100), width=10) == sparkline(range(90, 100), width=10)
@@ -155,12 +165,14 @@ def test_failure_block_names_component_task_pid_exit_stderr_and_last_messages():
     assert 'last message sent to it:\n  {"id":"77"' in text
     assert 'last it wrote:\n  {"command":"ack","id":"76"}' in text
     assert "\n  end" not in text  # frame terminators are noise
+    assert "ask_ids" not in text  # nor is half a message
 
 
 def test_live_renderable_puts_log_lines_under_the_table():
     logs = [{"time": 1_700_000_000.0, "component": "report", "task": 4, "level": "INFO",
              "message": "top 10: the=9"}]
-    text = render(live_renderable(snapshot(logs=logs), Rates()))
+    text = render(live_renderable(snapshot(logs=logs), Rates(), "web UI: http://127.0.0.1:1/"))
+    assert text.startswith("web UI: http://127.0.0.1:1/\n")
     assert text.index("sentences") < text.index("recent component log lines")
     assert text.index("recent component log lines") < text.index("top 10: the=9")
 

@@ -168,11 +168,11 @@ def test_cli_reports_a_port_in_use_in_one_line_and_starts_nothing():
         result = subprocess.run(
             [sys.executable, "-m", "host", "local", "examples/wordcount/topology.yaml",
              "--ui", str(port), "--duration", "1"],
-            cwd=ROOT, capture_output=True, text=True, timeout=60)
+            cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
-        f"error: cannot serve the web UI on 127.0.0.1:{port}: Address already in use "
-        "(--ui 0 picks a free port)"]
+        (f"error: cannot serve the web UI on 127.0.0.1:{port}: Address already in use "
+         "(--ui 0 picks a free port)")]
     assert "topology wordcount" not in result.stdout
 
 
