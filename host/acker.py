@@ -129,16 +129,15 @@ class Acker:
             out.append(Outcome(rec[_TASK], rec[_MSG], self._latency(root)))
         return out
 
-    def drop_spout_task(self, spout_task: int) -> int:
+    def drop_spout_task(self, spout_task: int) -> list[Outcome]:
         """Forget every root of a spout task whose process died: its replacement never emitted
-        those ids, so they cannot be acked or failed to it. Returns how many were dropped."""
-        dropped = 0
+        those ids, so they cannot be acked or failed to it. Returns what was dropped."""
+        dropped = []
         for bucket in self._buckets:
             doomed = [r for r, rec in bucket.items() if rec[_TASK] == spout_task]
             for root in doomed:
-                del bucket[root]
-                self._started.pop(root, None)
-            dropped += len(doomed)
+                rec = bucket.pop(root)
+                dropped.append(Outcome(spout_task, rec[_MSG], self._latency(root)))
         self._pending[spout_task] = 0
         return dropped
 

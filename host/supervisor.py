@@ -111,6 +111,7 @@ class Task:
         self.outstanding: deque[bytes] = deque()
         self.commands: deque[bytes] = deque()  # ack / fail / activate, ahead of `next`
         self.emitted_in_exchange = 0
+        self.empty_nexts = 0  # `next`s in a row that emitted nothing (an idle spout)
         self.command_at = 0.0  # when the oldest outstanding command was written
         self.sync_reported = False  # --strict: "no sync" said once per exchange
         self.idle_sleep = 0.0
@@ -188,8 +189,14 @@ class Supervisor:
         self.now = clock()
         self.on_report: Callable[[dict], None] | None = None
         self.report_every = 0.5
-        # called with (component id, task id, Emit) for every emit, when set (testing, tracing)
+        # taps for tests and tracing, called when set:
+        # on_emit(component id, task id, Emit) for every routed emit;
+        # on_outcome(component id, task id, message id, "acked" | "failed" | "timed_out" |
+        # "lost") for every spout tuple leaving the ledger ("lost": its spout task died)
         self.on_emit: Callable[[str, int, Emit], None] | None = None
+        self.on_outcome: Callable[[str, int, object, str], None] | None = None
+        self.last_step_events = 0  # how many pipes were ready in the last step()
+        self.last_housekeeping = self.now  # clock time of the last heartbeat round
 
     # ---- lifecycle ------------------------------------------------------------------------------
     def request_stop(self, why: str = "stop requested") -> None:
@@ -244,6 +251,7 @@ class Supervisor:
         if max_wait is not None:
             wait = min(wait, max_wait)
         events = self.sel.select(wait)
+        self.last_step_events = len(events)
         registered = self.sel.get_map()
         for key, _ in events:
             if registered.get(key.fd) is not key:
@@ -268,6 +276,7 @@ class Supervisor:
             self.request_stop(f"duration of {self._duration:g}s reached")
         if now >= self._next_housekeeping:
             self._housekeeping()
+            self.last_housekeeping = now
             self._next_housekeeping = now + HOUSEKEEPING_SECS
         if self._backoff_tasks and not self._stopping:
             self._restart_due()
@@ -308,14 +317,27 @@ class Supervisor:
             os.close(self._wake_r)
             os.close(self._wake_w)
 
-    def _next_timer(self) -> float:
+    @property
+    def stop_reason(self) -> str | None:
+        """Why the run is stopping (a signal, the duration, request_stop's reason), or None."""
+        return self._stop_requested
+
+    def next_due(self, skip_spout: Callable[[Task], bool] | None = None) -> float:
+        """The clock time at which the loop next has work of its own (housekeeping, an idle
+        spout's next `next`, a restart, the end of the drain). `skip_spout(task)` leaves out
+        spouts the caller does not want to wait for (a test harness: spouts known to be idle)."""
+        return min(self._next_housekeeping, self._next_timer(skip_spout))
+
+    def _next_timer(self, skip_spout: Callable[[Task], bool] | None = None) -> float:
         soon = float("inf")
         for t in self.spouts:
             if (t.accepting and not t.outstanding and t.next_at > self.now
-                    and self._may_next(t, ignore_idle=True)):
+                    and self._may_next(t, ignore_idle=True)
+                    and (skip_spout is None or not skip_spout(t))):
                 soon = min(soon, t.next_at)
-        for t in self._backoff_tasks:
-            soon = min(soon, t.proc.restart_at)
+        if not self._stopping:  # no restarts once stopping
+            for t in self._backoff_tasks:
+                soon = min(soon, t.proc.restart_at)
         if self._drain_deadline is not None:
             soon = min(soon, self._drain_deadline)
         return soon
@@ -492,11 +514,14 @@ class Supervisor:
         if t.is_spout:
             t.commands.clear()
             t.outstanding.clear()
-            dropped = self.acker.drop_spout_task(t.task)
-            if dropped:
-                t.stats.failed += dropped
-                self.spout_failed += dropped
-            return dropped
+            lost = self.acker.drop_spout_task(t.task)
+            if lost:
+                t.stats.failed += len(lost)
+                self.spout_failed += len(lost)
+                if self.on_outcome is not None:
+                    for o in lost:
+                        self.on_outcome(t.cid, t.task, o.msg_id, "lost")
+            return len(lost)
         outcomes: list[Outcome] = []
         for entry in t.pending.values():
             if entry[0]:
@@ -856,15 +881,21 @@ class Supervisor:
         if t.outstanding.popleft() is t.next_frame:
             if t.emitted_in_exchange:
                 t.idle_sleep = 0.0
-            else:  # nothing to emit: back off so an idle spout costs next to nothing
+                t.empty_nexts = 0
+            else:
+                t.empty_nexts += 1  # nothing to emit: back off so an idle spout costs next to nothing
                 t.idle_sleep = min(self.idle_max_sleep, max(0.001, t.idle_sleep * 2))
                 t.next_at = self.now + t.idle_sleep
         t.emitted_in_exchange = 0  # emits from now on belong to the next outstanding command
 
     def _spout_outcomes(self, outcomes: list[Outcome], ok: bool, timed_out: bool = False) -> None:
         command = "ack" if ok else "fail"
+        tap = self.on_outcome
         for o in outcomes:
             t = self.tasks[o.spout_task]
+            if tap is not None:
+                tap(t.cid, t.task, o.msg_id, "acked" if ok else "timed_out" if timed_out
+                    else "failed")
             if ok:
                 t.stats.acked += 1
                 self.spout_acked += 1

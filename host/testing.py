@@ -569,15 +569,7 @@ class _TopologyRun:
         self.emitted_by: dict[str, int] = {}
         self.active = False  # some component wrote something during the last step
         self.final_quiescent = False
-        # the clock time of the last housekeeping round (heartbeats sent), and the round's
-        # next due time as last seen, to notice a new round
-        self.housekeeping_at = sup.clock()
-        self._seen_next_housekeeping: float | None = None
         self.quiet_since = time.monotonic()
-        # an idle spout's back-off doubles from 1 ms at every empty `next` (capped): reaching
-        # this means IDLE_NEXTS empty `next`s in a row
-        self.idle_sleep = (min(0.001 * 2 ** (IDLE_NEXTS - 1), sup.idle_max_sleep)
-                           if sup.idle_max_sleep > 0 else None)
         self._tap()
 
     def _tap(self) -> None:
@@ -588,30 +580,12 @@ class _TopologyRun:
             result._emit(component, task, m)
 
         sup.on_emit = on_emit
-        # The supervisor has no public hook for spout outcomes: wrap the method every ack,
-        # fail and timeout goes through (an instance attribute shadows the method).
-        outcomes = sup._spout_outcomes
 
-        def spout_outcomes(found, ok: bool, timed_out: bool = False) -> None:
-            for o in found:
-                result._outcome(sup.tasks[o.spout_task].cid, o.msg_id, ok, timed_out)
-            outcomes(found, ok, timed_out)
+        def on_outcome(component: str, task: int, msg_id: Any, outcome: str) -> None:
+            # a spout task's death drops its ids ("lost"): they count as failed here
+            result._outcome(component, msg_id, outcome == "acked", outcome == "timed_out")
 
-        sup._spout_outcomes = spout_outcomes
-
-    def _watch_selector(self) -> None:
-        # Whether any component wrote anything during a step: the only sign, from outside, that
-        # the components are busy (fake time must not move while they are).
-        sel = self.sup.sel
-        select = sel.select
-
-        def watched(timeout=None):
-            events = select(timeout)
-            if events:
-                self.active = True
-            return events
-
-        sel.select = watched
+        sup.on_outcome = on_outcome
 
     # -- the loop --------------------------------------------------------------------------------
     def run(self) -> None:
@@ -619,11 +593,11 @@ class _TopologyRun:
         deadline = time.monotonic() + self.timeout
         wait = self.clock.autojump_threshold if self.clock is not None else REAL_STEP_WAIT
         sup.start(None)
-        self._watch_selector()
         finished = False
         try:
             while sup.step(max_wait=wait):
-                self._saw_housekeeping()
+                # pipes were ready: the components are busy, and fake time must not move
+                self.active = self.active or sup.last_step_events > 0
                 if time.monotonic() >= deadline:
                     # in flight is stuck (or the drain overran): end without draining
                     result.stopped_because = result.stopped_because or "timeout"
@@ -649,14 +623,7 @@ class _TopologyRun:
                 elif sup.failure:
                     result.stopped_because = "failure"
                 else:
-                    result.stopped_because = sup._stop_requested or "stopped"
-
-    def _saw_housekeeping(self) -> None:
-        due = self.sup._next_housekeeping
-        if due != self._seen_next_housekeeping:
-            if self._seen_next_housekeeping is not None:
-                self.housekeeping_at = self.sup.now
-            self._seen_next_housekeeping = due
+                    result.stopped_because = sup.stop_reason or "stopped"
 
     def _check_stop(self) -> None:
         sup, result = self.sup, self.result
@@ -690,8 +657,7 @@ class _TopologyRun:
     def _spout_idle(self, t) -> bool:
         if t.cid in self.fixed:
             return self.emitted_by.get(t.cid, 0) >= len(self.fixed[t.cid])
-        # Task.idle_sleep: the host's back-off for a spout whose `next`s emit nothing
-        return self.idle_sleep is not None and t.idle_sleep >= self.idle_sleep
+        return t.empty_nexts >= IDLE_NEXTS
 
     # -- fake time -------------------------------------------------------------------------------
     def _maybe_advance(self) -> None:
@@ -715,7 +681,7 @@ class _TopologyRun:
         reply, a spout command's sync, a heartbeat's sync."""
         sup = self.sup
         starting, running = self.State.STARTING, self.State.RUNNING
-        heartbeat_at = self.housekeeping_at
+        heartbeat_at = sup.last_housekeeping
         for t in sup.tasks.values():
             state = t.proc.state
             if state is starting:
@@ -739,20 +705,9 @@ class _TopologyRun:
 
     def _next_due(self, now: float) -> float:
         """When the host next has something to do by the clock, at most one housekeeping period
-        away (so heartbeats, ticks and liveness checks happen at their fake times)."""
-        sup = self.sup
-        due = sup._next_housekeeping
-        for t in sup.spouts:
-            if (t.accepting and not t.outstanding and t.next_at > now
-                    and sup._may_next(t, ignore_idle=True) and not self._spout_idle(t)):
-                due = min(due, t.next_at)
-        if not sup._stopping:  # no restarts once stopping
-            for t in sup._backoff_tasks:
-                if t.proc.restart_at > now:
-                    due = min(due, t.proc.restart_at)
-        if sup._drain_deadline is not None and sup._drain_deadline > now:
-            due = min(due, sup._drain_deadline)
-        return due
+        away (so heartbeats, ticks and liveness checks happen at their fake times); idle spouts
+        are not waited for."""
+        return self.sup.next_due(skip_spout=self._spout_idle)
 
 
 def run_topology(topology: Topology | str | os.PathLike,
