@@ -83,18 +83,18 @@ def loads(payload: bytes) -> Any:
 def _ujson_dumps_fast():
     """ujson.dumps with our options passed positionally: keyword arguments cost ujson about
     500 ns a call, more than encoding a small tuple. The positional order is ujson's
-    (obj, ensure_ascii, double_precision, encode_html_chars, escape_forward_slashes); checked
-    here once, so another ujson version falls back to keywords instead of writing wrong JSON."""
+    (obj, ensure_ascii, encode_html_chars, escape_forward_slashes); checked here once, byte for
+    byte against the keyword call, so another ujson version falls back to keywords."""
     if _ujson is None:
         return None
 
     def positional(value):
-        return _ujson.dumps(value, False, 17, False, False)
+        return _ujson.dumps(value, False, False, False)
 
     def keywords(value):
         return _ujson.dumps(value, ensure_ascii=False, escape_forward_slashes=False)
 
-    probe = ["é/\u2028", 0.1, 1 / 3, -7, None, True, {"k": [1.5e300]}]
+    probe = ["é/\u2028<a href='x'>&amp;</a>", 0.1, 1 / 3, -7, None, True, {"k->v": [1.5e300]}]
     try:
         if positional(probe) == keywords(probe) and json.loads(positional(probe)) == probe:
             return positional
