@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test tools clean bench
+.PHONY: run test tools clean bench soak
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,9 +37,14 @@ run: $(STAMP) tools
 test: $(STAMP) tools
 	$(PY) -m pytest
 
+# Random faults against a running topology for SOAK_SECONDS (default 600), then the invariant
+# check, restarts, and the host's memory and file descriptors at start and end.
+soak: $(STAMP) tools
+	$(PY) -m tests.chaos.soak
+
 # Every benchmark (python -m benchmarks) in under 15 min; `make bench BENCH_ARGS=--quick` in under 2
 bench: $(STAMP) tools
-	$(PY) -m pip install --quiet -e '.[test,bench]' --config-settings editable_mode=compat
+	$(PY) -m pip install --quiet -e '.[test,spark,bench]' --config-settings editable_mode=compat
 	$(PY) -m benchmarks $(BENCH_ARGS)
 
 clean:

@@ -8,8 +8,9 @@ DataFrame source over the same text file (`spark.spout.format: text`, local[2]).
 Figures per variant: `emit_rate` (sentences/s from the spout's first emit to the last ack, so
 start-up is excluded), `first_tuple_s` (seconds from the host's start to the spout's first
 emit) and `spout_cpu_us_per_row` (the spout process's CPU time over the same span, per row: the
-share of a busy machine the spout takes, steadier than rates when the machine is shared). The Spark spout is measured twice: *cold*, once (a fresh staging directory: the JVM
-starts, the job runs and is staged), and *warm*, each round (a fresh checkpoint over the staged
+share of a busy machine the spout takes, steadier than rates when the machine is shared).
+The Spark spout is measured twice: *cold*, once (a fresh staging directory: the JVM starts,
+the job runs and is staged), and *warm*, each round (a fresh checkpoint over the staged
 rows, as after a restart: no JVM). Target: the Spark spout's rate >= 80% of the plain spout's
 (it must not be the bottleneck).
 

@@ -172,6 +172,11 @@ class _Component:
         """Update the host-side metric `name` with `params`."""
         self._out.append(frame(dumps({"command": "metrics", "name": name, "params": params})))
 
+    def flush(self) -> None:
+        """Write what is buffered now. The library flushes before every blocking read, so this
+        is only for a component about to end on its own (say, `os._exit` after a fatal error)."""
+        self._flush()
+
     # ---- running -------------------------------------------------------------------------------
     def run(self) -> NoReturn:
         """Run the component until the host closes stdin, then exit 0 (1 if start-up failed)."""

@@ -10,7 +10,7 @@ from typing import Any, Mapping
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from multilang import WARN, Bolt, Tuple
+from multilang import DEBUG, WARN, Bolt, Tuple
 
 PREFIX = "parquet.sink."
 DEFAULT_ROWS = 10_000
@@ -108,7 +108,7 @@ class ParquetSink(Bolt):
                 self.fail(tup)
             return
         self.files += 1
-        self.log(f"wrote {len(batch)} rows to {os.path.basename(path)}")
+        self.log(f"wrote {len(batch)} rows to {os.path.basename(path)}", DEBUG)
         for tup in batch:
             self.ack(tup)
 

@@ -247,7 +247,41 @@ def _batches(segment: Segment, fields: list[str], batch_rows: int) -> Iterator[p
         return
     for path in segment.files:
         with segment.fs.open_input_file(path) as fh:
-            yield from pq.ParquetFile(fh).iter_batches(batch_size=batch_rows, columns=fields)
+            parquet = pq.ParquetFile(fh, coerce_int96_timestamp_unit="us")
+            int96 = _int96_columns(parquet, fields)
+            for batch in parquet.iter_batches(batch_size=batch_rows, columns=fields):
+                yield _as_utc(batch, int96) if int96 else batch
+
+
+def _int96_columns(parquet: pq.ParquetFile, fields: list[str]) -> set[str]:
+    """Top-level columns holding INT96 values, Spark's default for TIMESTAMP: UTC instants that
+    Arrow reads without a time zone."""
+    schema = parquet.metadata.schema
+    return {schema.column(i).path.split(".")[0] for i in range(len(schema))
+            if schema.column(i).physical_type == "INT96"} & set(fields)
+
+
+def _utc_type(t: pa.DataType) -> pa.DataType:
+    """`t` with every zone-less timestamp in it made a UTC timestamp."""
+    if pa.types.is_timestamp(t):
+        return pa.timestamp("us", tz="UTC") if t.tz is None else t
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(_utc_type(f.type)) for f in t])
+    if pa.types.is_map(t):
+        return pa.map_(_utc_type(t.key_type), _utc_type(t.item_type))
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(_utc_type(t.value_type)))
+    if pa.types.is_large_list(t):
+        return pa.large_list(t.value_field.with_type(_utc_type(t.value_type)))
+    return t
+
+
+def _as_utc(batch: pa.RecordBatch, names: set[str]) -> pa.RecordBatch:
+    columns = list(batch.columns)
+    for i, name in enumerate(batch.schema.names):
+        if name in names:
+            columns[i] = columns[i].cast(_utc_type(columns[i].type))
+    return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
 
 
 def feed(handoff: Handoff, segment: Segment, converter: RowConverter, batch_rows: int) -> None:

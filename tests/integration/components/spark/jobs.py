@@ -10,21 +10,16 @@ POISON = "poison"
 
 
 def numbers(spark, conf):
-    """`test.rows` rows (id, text), ordered by id, in `test.partitions` partitions (= staged
-    files); row `test.poison.id` has the text "poison"."""
+    """`test.rows` rows (id, text) in id order, in `test.partitions` partitions (= staged files;
+    `spark.range` slices in order, so no sort or shuffle is needed); row `test.poison.id` has
+    the text "poison"."""
     n = int(conf["test.rows"])
     poison = int(conf.get("test.poison.id", -1))
-    df = spark.range(n).selectExpr(
+    return spark.range(0, n, 1, int(conf.get("test.partitions", 3))).selectExpr(
         "id", f"CASE WHEN id = {poison} THEN '{POISON}' ELSE concat('row ', id) END AS text")
-    return df.repartitionByRange(int(conf.get("test.partitions", 3)), "id") \
-        .sortWithinPartitions("id")
 
 
 def stream(spark, conf):
     """The JSON-lines files in `test.input`, one file per micro-batch."""
     return (spark.readStream.schema("id LONG, text STRING")
             .option("maxFilesPerTrigger", 1).json(conf["test.input"]))
-
-
-def not_streaming(spark, conf):
-    return spark.range(3).selectExpr("id", "'x' AS text")

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# [line_no, line] -> one [word] tuple per word of the line, each anchored to the line.
+source "$MULTILANG_SH"
+
+split() {
+    emit_each $2   # $1 is the line number; the line is already lower case, words only
+}
+
+set -f  # split on whitespace only, never expand a word as a file pattern
+run_bolt split
