@@ -28,7 +28,7 @@ def _tail(data: bytes | None, limit: int = 400) -> str | None:
     """The newest part of what a process wrote, from a line start when one is in reach."""
     if data is None:
         return None
-    text = data.decode("utf-8", "replace")
+    text = data[-4 * limit:].decode("utf-8", "replace")
     if len(text) <= limit:
         return text
     text = text[-limit:]

@@ -568,7 +568,7 @@ class Supervisor:
             # exited, or closed its stdout while running: either way it cannot talk to us
             self._fault(t, "exited" if proc.wait_briefly() is not None else "closed its stdout")
             return
-        t.last_received = data[-512:]
+        t.last_received = data  # a reference, not a copy: failure reports show its tail
         try:
             messages = proc.decoder.feed(data)
         except ProtocolError as exc:
