@@ -108,7 +108,7 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key(RESTART_MAX, 10, _non_negative_int),
     Key(RESTART_WINDOW_SECS, 60, _positive_number),
     Key(SHUTDOWN_GRACE_SECS, 5, _non_negative_number),
-    Key(SPOUT_IDLE_MAX_SLEEP_MS, 50, _non_negative_number),
+    Key(SPOUT_IDLE_MAX_SLEEP_MS, 100, _non_negative_number),
     # ack / fail commands written to a spout before waiting for their syncs; 1 = Storm's strict
     # one-command-at-a-time exchange
     Key(SPOUT_ACK_BATCH, 100, _positive_int),

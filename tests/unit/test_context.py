@@ -276,7 +276,8 @@ def test_defaults():
         "topology.enable.message.timeouts": True, "host.handshake.timeout.secs": 30,
         "host.restart.backoff.initial.secs": 0.5, "host.restart.backoff.max.secs": 30,
         "host.restart.max": 10, "host.restart.window.secs": 60, "host.shutdown.grace.secs": 5,
-        "host.spout.idle.max.sleep.ms": 50, "host.spout.ack.batch": 100, "host.acker.latency.sample": 16,
+        "host.spout.idle.max.sleep.ms": 100, "host.spout.ack.batch": 100,
+        "host.acker.latency.sample": 16,
         "host.max.frame.bytes": 16 * 1024 * 1024,
     }
 
@@ -296,7 +297,7 @@ def test_accessors_on_an_empty_config():
         0.5, 30)
     assert (cfg.restart_max(empty), cfg.restart_window_secs(empty)) == (10, 60)
     assert cfg.shutdown_grace_secs(empty) == 5
-    assert cfg.spout_idle_max_sleep_ms(empty) == 50
+    assert cfg.spout_idle_max_sleep_ms(empty) == 100
     assert cfg.max_frame_bytes(empty) == 16 * 1024 * 1024
 
 
