@@ -91,12 +91,19 @@ class ComponentStats:
         return out
 
 
-def update_metric(registry: dict[str, Any], name: str, params: Any) -> None:
+MAX_METRIC_NAMES = 1000  # per component: a component inventing a name per tuple stays bounded
+
+
+def update_metric(registry: dict[str, Any], name: str, params: Any) -> bool:
     """The `metrics` RPC with no registration in advance: a number (or null, counted as 1) adds
-    to a count; anything else replaces the value (Storm's Count and Assignable shell metrics)."""
+    to a count; anything else replaces the value (Storm's Count and Assignable shell metrics).
+    False (and nothing kept) for a new name past MAX_METRIC_NAMES."""
+    if name not in registry and len(registry) >= MAX_METRIC_NAMES:
+        return False
     if params is None or (type(params) in (int, float)):
         increment = 1 if params is None else params
         current = registry.get(name, 0)
         registry[name] = (current if type(current) in (int, float) else 0) + increment
     else:
         registry[name] = params
+    return True

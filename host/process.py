@@ -14,7 +14,9 @@ import signal
 import subprocess
 import sys
 from collections import deque
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 
 from multilang.paths import client_environment
 
@@ -60,7 +62,7 @@ class Launcher:
     """Starts and signals child processes (the seam for tests)."""
 
     #: added to every child's environment (the supervisor sets its watchdog's token here)
-    extra_env: dict[str, str] = {}
+    extra_env: Mapping[str, str] = MappingProxyType({})
 
     def start(self, argv: list[str], cwd: str, env: dict[str, str]) -> subprocess.Popen:
         if self.extra_env:

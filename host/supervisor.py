@@ -30,7 +30,7 @@ from . import config as cfg
 from .acker import Acker, Outcome
 from .context import assign_tasks, build_conf, build_context
 from .errors import RoutingError
-from .metrics import ComponentStats, LatencyHistogram, update_metric
+from .metrics import MAX_METRIC_NAMES, ComponentStats, LatencyHistogram, update_metric
 from .observe import Observations
 from .model import Component, Topology
 from .process import ComponentProcess, Launcher, State
@@ -41,8 +41,9 @@ log = logging.getLogger("host")
 component_log = logging.getLogger("host.component")
 
 READ_CHUNK = 1 << 18
-HOUSEKEEPING_SECS = 1.0
-STRICT_SYNC_SECS = 2.0  # --strict: a spout this long without `sync` is reported  # heartbeats, liveness, ticks, timeouts, restarts
+HOUSEKEEPING_SECS = 1.0  # heartbeats, liveness, ticks, timeouts, restarts
+STRICT_SYNC_SECS = 2.0  # --strict: a spout this long without `sync` is reported
+PRE_PID_MESSAGES = 1000  # messages a starting task may write before its pid reply (kept)
 STDERR_LINES_PER_SEC = 200  # beyond this a task's stderr is counted, not logged line by line
 _LOG_LEVELS = {0: logging.DEBUG, 1: logging.DEBUG, 2: logging.INFO, 3: logging.WARNING,
                4: logging.ERROR}
@@ -112,6 +113,7 @@ class Task:
         self.commands: deque[bytes] = deque()  # ack / fail / activate, ahead of `next`
         self.emitted_in_exchange = 0
         self.empty_nexts = 0  # `next`s in a row that emitted nothing (an idle spout)
+        self.metrics_capped = False  # the metric-name cap was reported
         self.command_at = 0.0  # when the oldest outstanding command was written
         self.sync_reported = False  # --strict: "no sync" said once per exchange
         self.idle_sleep = 0.0
@@ -434,8 +436,6 @@ class Supervisor:
             self._fault(t, f"the handshake cannot be encoded: {exc}")
             return
         self._dirty.add(t)
-        if self._blocked_downstream[t.cid]:
-            self._set_reading(t, False)
 
     def _on_pid(self, t: Task, msg: Pid) -> None:
         t.proc.state = State.RUNNING
@@ -449,6 +449,8 @@ class Supervisor:
             self._refill(t)
             if t.tick_freq:
                 t.next_tick = self.now + t.tick_freq
+        if self._blocked_downstream[t.cid]:
+            self._set_reading(t, False)  # started while its downstream was full
         early, t.pre_pid = t.pre_pid, []
         for m in early:  # written before the pid (e.g. storm.js logging in initialize)
             self._handle(t, m)
@@ -595,6 +597,8 @@ class Supervisor:
         if state is State.STARTING:
             if type(m) is Pid:
                 self._on_pid(t, m)
+            elif len(t.pre_pid) >= PRE_PID_MESSAGES:  # kept until the pid: bound them
+                raise Fault(f"wrote more than {PRE_PID_MESSAGES} messages before its pid reply")
             else:
                 t.pre_pid.append(m)
         elif state is State.RUNNING:
@@ -613,11 +617,15 @@ class Supervisor:
         if typ is Log:
             self._component_line(t, _LOG_LEVELS.get(m.level, logging.INFO), m.msg)
         elif typ is Error:
-            t.stats.error(m.msg)
-            self.observe.log(t.cid, t.task, "ERROR", m.msg)
-            log.error("%s pid=%s reported an error: %s", t.proc.name, t.proc.pid, m.msg)
+            text = _clip(m.msg)
+            t.stats.error(text)
+            self.observe.log(t.cid, t.task, "ERROR", text)
+            log.error("%s pid=%s reported an error: %s", t.proc.name, t.proc.pid, text)
         elif typ is Metrics:
-            update_metric(t.stats.metrics, m.name, m.params)
+            if not update_metric(t.stats.metrics, m.name, m.params) and not t.metrics_capped:
+                t.metrics_capped = True
+                log.warning("%s pid=%s: more than %d metric names; new names are dropped",
+                            t.proc.name, t.proc.pid, MAX_METRIC_NAMES)
         elif typ is Pid:
             raise Fault("sent a second pid reply", dumps(m._asdict()))
         elif typ is UnknownCommand:
@@ -828,11 +836,14 @@ class Supervisor:
                     self._set_reading(t, after == 0)
 
     def _set_reading(self, t: Task, on: bool) -> None:
-        if t.is_spout:
-            return  # spouts are held by not sending `next`; their acks must keep flowing
+        """Pause (or resume) reading a task's stdout. A paused spout gets no `next` either, and
+        its ack / fail commands wait in `commands` (bounded by its pending roots); pausing its
+        stdout too bounds what one `next` that emits a huge batch can make us hold."""
         proc = t.proc
         if not proc.alive or on == t.reading:
             return
+        if not on and proc.state is State.STARTING:
+            return  # its pid reply must get through; it is paused once running (_on_pid)
         if on:
             self.sel.register(proc.stdout_fd, selectors.EVENT_READ, (t, "out"))
             if t.await_since is not None:
@@ -1002,6 +1013,9 @@ class Supervisor:
                 self.sel.unregister(proc.stderr_fd)
             except (KeyError, ValueError):
                 pass
+            if not t.reading and proc.alive and proc.wait_briefly() is not None:
+                # paused by backpressure, so its stdout's EOF is not seen: notice the exit here
+                self._fault(t, "exited")
             return
         lines = proc.stderr_lines(data)
         if self.now - t.stderr_window >= 1.0:

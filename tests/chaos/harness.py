@@ -16,9 +16,9 @@ import signal
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import psutil
 
@@ -269,3 +269,117 @@ def assert_no_children_left(sup: Supervisor, seed: int | None = None) -> None:
         if t.proc.proc is not None:
             assert t.proc.proc.poll() is not None, f"CHAOS_SEED={seed}: {t.proc.name} running"
     assert not os.path.exists(sup.pid_dir)
+
+
+# ---- the host as a subprocess -------------------------------------------------------------------
+
+def spout_yaml(lang: str, ledger: LedgerSpec, per_next: int = 1) -> dict:
+    return {"command": SPOUTS[lang], "outputs": ["sentence"],
+            "config": {"test.messages": ledger.n, "test.ledger": str(ledger.path),
+                       "test.per.next": per_next}}
+
+
+def bolt_yaml(lang: str, inputs: dict, *, sink: bool = False, parallelism: int = 1,
+              **chaos) -> dict:
+    config = {"chaos." + k.replace("_", "."): v for k, v in chaos.items()}
+    config["chaos.sink"] = sink
+    return {"command": BOLTS[lang], "outputs": [] if sink else ["word"], "inputs": inputs,
+            "parallelism": parallelism, "config": config}
+
+
+def write_topology(path: Path, name: str, spouts: dict, bolts: dict,
+                   config: dict | None = None) -> Path:
+    """A topology file in our YAML format (commands are absolute paths)."""
+    import yaml
+
+    doc = {"name": name, "config": {**BASE_CONFIG, **(config or {})}, "spouts": spouts,
+           "bolts": bolts}
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+class HostProcess:
+    """`python -m host local FILE` with its output in files (a pipe could fill and block it)."""
+
+    def __init__(self, topology: Path, tmp: Path, *args: str):
+        import subprocess
+        import sys
+
+        self.stats = tmp / "stats.json"
+        self.out_path, self.err_path = tmp / "host.out", tmp / "host.err"
+        self._out, self._err = open(self.out_path, "wb"), open(self.err_path, "wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "host", "local", str(topology), "--quiet",
+             "--stats-json", str(self.stats), *args],
+            cwd=ROOT, stdin=subprocess.DEVNULL, stdout=self._out, stderr=self._err)
+        self.ps = psutil.Process(self.proc.pid)
+
+    @property
+    def stderr(self) -> str:
+        return self.err_path.read_text(errors="replace")
+
+    def descendants(self) -> list[psutil.Process]:
+        try:
+            return self.ps.children(recursive=True)
+        except psutil.Error:
+            return []
+
+    def wait_for(self, cond: Callable[[], bool], timeout: float = 30.0, what: str = "") -> None:
+        deadline = time.monotonic() + timeout
+        while not cond():
+            if self.proc.poll() is not None:
+                raise AssertionError(f"the host exited ({self.proc.returncode}) while waiting "
+                                     f"for {what}:\n{self.stderr[-3000:]}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what}:\n{self.stderr[-3000:]}")
+            time.sleep(0.1)
+
+    def peak_rss(self) -> int:
+        """The host's high-water mark of resident memory (VmHWM), in bytes."""
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+        raise AssertionError("no VmHWM")
+
+    def finish(self, sig: int = signal.SIGTERM, timeout: float = 60.0) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout=timeout)
+        finally:
+            self._out.close()
+            self._err.close()
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._out.close()
+        self._err.close()
+
+
+def still_alive(procs: list[psutil.Process], timeout: float) -> list[psutil.Process]:
+    """The processes of `procs` still running after up to `timeout` seconds. A zombie counts as
+    gone: it holds nothing but its pid, until whoever adopted it reaps it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        alive = []
+        for p in procs:
+            try:
+                if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
+                    alive.append(p)
+            except psutil.Error:
+                pass
+        if not alive or time.monotonic() >= deadline:
+            return alive
+        time.sleep(0.05)
+
+
+def describe(procs: list[psutil.Process]) -> list:
+    out = []
+    for p in procs:
+        try:
+            out.append((p.pid, p.cmdline()))
+        except psutil.Error:
+            out.append((p.pid, "?"))
+    return out

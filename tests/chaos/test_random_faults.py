@@ -5,18 +5,33 @@ was never emitted, and the host keeps running (no component declared fatal)."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from host.supervisor import Supervisor
 from host.topology import TopologyBuilder
 
-from .harness import (BASE_CONFIG, COMPONENTS, FaultInjector, LedgerSpec, assert_invariant,
-                      assert_no_children_left, chaos_bolt, ledger_spout, restarts, run_until,
-                      settled)
+from .harness import (
+    BASE_CONFIG,
+    COMPONENTS,
+    FaultInjector,
+    LedgerSpec,
+    assert_invariant,
+    assert_no_children_left,
+    chaos_bolt,
+    ledger_spout,
+    restarts,
+    run_until,
+    settled,
+)
 
 pytestmark = pytest.mark.chaos
 
-FAULT_SECONDS = 12
+# CHAOS_FAULT_SECONDS / CHAOS_FAULT_EVERY ("0.1,0.3") / CHAOS_RESTART_MAX make a run harsher
+FAULT_SECONDS = float(os.environ.get("CHAOS_FAULT_SECONDS", "12"))
+FAULT_EVERY = tuple(float(x) for x in os.environ.get("CHAOS_FAULT_EVERY", "0.3,1.2").split(","))
+RESTART_MAX = int(os.environ.get("CHAOS_RESTART_MAX", "10"))  # the default
 
 
 def mixed_topology(tmp_path, n: int, seed: int):
@@ -24,7 +39,7 @@ def mixed_topology(tmp_path, n: int, seed: int):
     by word, Node), every bolt failing 2% of its tuples."""
     ledgers = {lang: LedgerSpec(tmp_path / f"ledger-{lang}", n)
                for lang in ("python", "bash", "node")}
-    b = TopologyBuilder("chaos-mixed", config={**BASE_CONFIG,
+    b = TopologyBuilder("chaos-mixed", config={**BASE_CONFIG, "host.restart.max": RESTART_MAX,
                                                "topology.subprocess.timeout.secs": 2})
     for lang, spec in ledgers.items():
         ledger_spout(b, f"{lang}_spout", lang, spec, per_next=5)
@@ -39,9 +54,10 @@ def mixed_topology(tmp_path, n: int, seed: int):
 
 @pytest.mark.parametrize("faults", [("kill",), ("kill", "stop")], ids=["sigkill", "sigkill+sigstop"])
 def test_random_faults_lose_nothing(tmp_path, seed, rng, faults):
-    topology, ledgers = mixed_topology(tmp_path, n=400, seed=seed)
+    topology, ledgers = mixed_topology(tmp_path, n=int(os.environ.get("CHAOS_MESSAGES", "400")),
+                                       seed=seed)
     sup = Supervisor(topology)
-    injector = FaultInjector(sup, rng, every=(0.3, 1.2), faults=faults)
+    injector = FaultInjector(sup, rng, every=FAULT_EVERY, faults=faults)
     done = settled(ledgers)
 
     def watch(snap):
@@ -54,7 +70,7 @@ def test_random_faults_lose_nothing(tmp_path, seed, rng, faults):
         # process is only noticed after the subprocess timeout) and every ledger is complete
         code = run_until(sup, lambda s: (not injector.running and done(s)
                                          and sum(restarts(s).values()) >= len(injector.injected)),
-                         limit=90, every=watch)
+                         limit=FAULT_SECONDS + 80, every=watch)
     finally:
         injector.stop()
     snap = sup.snapshot()

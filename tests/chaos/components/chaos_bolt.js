@@ -97,9 +97,9 @@ const bolt = new Bolt({
         this.ack(tuple);
         raw(`{"command":"ack","id":${JSON.stringify(tuple.id)}}` + END);
         return true;
-      case 'anchor_acked':
+      case 'anchor_acked': // the library refuses this too
         this.ack(tuple);
-        this.emit(['late'], { anchors: [tuple.id] });
+        raw(`{"command":"emit","anchors":[${JSON.stringify(tuple.id)}],"tuple":["late"]}` + END);
         return true;
       case 'unknown_stream': this.emit(['x'], { stream: 'nope', anchors: [tuple] }); break;
       case 'wrong_fields': this.emit(['x', 'y'], { anchors: [tuple] }); break;

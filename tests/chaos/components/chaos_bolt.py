@@ -9,18 +9,21 @@ as a sink (`chaos.sink: true`). Told by its component config to misbehave:
   chaos.grandchild  true: start a detached `sleep` grandchild (same process group) at start-up
   chaos.big.mb      size of the `bigline` write (default 100)
   env CHAOS_MUTE_MARKER  a file: the incarnation that creates it never answers the handshake
+  env CHAOS_CHATTY_MARKER  the same, but it writes log messages without end instead
+Mode `fuzz` writes random protocol messages (valid, half-valid and junk) among its real ones, in
+the first chaos.fuzz.incarnations processes (counted in the chaos.marker file), then behaves.
 """
+import json
 import os
 import random
 import signal
 import subprocess
-import sys
 import time
 
 from multilang import BasicBolt
 
 MODES = ("none", "crash", "hang", "garbage", "badutf8", "surrogate_emit", "surrogate_log",
-         "bigline", "flood", "exit")
+         "bigline", "flood", "exit", "fuzz")
 
 
 def _claim(path: str) -> bool:
@@ -38,6 +41,13 @@ def _mute_before_handshake() -> None:
     marker = os.environ.get("CHAOS_MUTE_MARKER")
     if marker is not None and _claim(marker):
         time.sleep(3600)
+    # Or log without end instead of answering (a chatty initialize gone wrong): the host keeps
+    # what comes before the pid, and must not keep it without bound.
+    marker = os.environ.get("CHAOS_CHATTY_MARKER")
+    if marker is not None and _claim(marker):
+        frame = b'{"command":"log","msg":"initializing...","level":2}\nend\n'
+        while True:
+            os.write(1, frame * 1000)
 
 
 class ChaosBolt(BasicBolt):
@@ -55,11 +65,22 @@ class ChaosBolt(BasicBolt):
         self.sink = bool(conf.get("chaos.sink", False))
         self.rng = random.Random(f"{conf.get('chaos.seed', 0)}-{os.getpid()}")
         self.seen = 0
+        if self.mode == "fuzz":
+            self._count_incarnation(int(conf.get("chaos.fuzz.incarnations", 10)))
         if conf.get("chaos.grandchild"):
             subprocess.Popen(["sleep", "600"], stdin=subprocess.DEVNULL,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
+    def _count_incarnation(self, limit: int) -> None:
+        with open(self.marker, "a+") as fh:
+            fh.write("x\n")
+            fh.seek(0)
+            if len(fh.read().split()) > limit:
+                self.mode = "none"
+
     def _armed(self) -> bool:
+        if self.mode == "fuzz":
+            return self.rng.random() < 0.3
         if self.mode == "none" or self.seen <= self.after:
             return False
         if self.trigger is not None:
@@ -85,6 +106,9 @@ class ChaosBolt(BasicBolt):
                 self.emit([word])
 
     def misbehave(self, tup):
+        if self.mode == "fuzz":
+            self.fuzz(tup)
+            return
         mode, self.mode = self.mode, "none"
         if mode == "crash":
             os.kill(os.getpid(), signal.SIGKILL)
@@ -110,6 +134,33 @@ class ChaosBolt(BasicBolt):
                 os.write(2, line)
         elif mode == "exit":
             os._exit(0)
+
+    def fuzz(self, tup):
+        """One random message, written raw: the host must fault this task for whatever is wrong
+        with it (or accept it), never fail itself."""
+        r = self.rng
+        junk = [None, True, 0, -1, 2**63, 2**70, 1.5, float("nan"), float("inf"), "", "x",
+                "\ud800", "é€", [], {}, [1, [2, [3]]], {"a": {"b": None}}, tup.id, "12345",
+                "-1", "__tick", "default", "nope", "x" * 5000]
+        pick = lambda: r.choice(junk)
+        values = r.choice([[], ["w"], ["w", "x"], [pick()], pick()])
+        message = r.choice([
+            {"command": "emit", "tuple": values, "anchors": r.choice(
+                [[tup.id], [pick()], pick(), [tup.id, tup.id], []]), "stream": r.choice(
+                ["default", "nope", pick()]), **r.choice([{}, {"task": pick()}]),
+             **r.choice([{}, {"need_task_ids": pick()}])},
+            {"command": "ack", "id": r.choice([tup.id, pick()])},
+            {"command": "fail", "id": r.choice([tup.id, pick()])},
+            {"command": "log", "msg": pick(), "level": pick()},
+            {"command": "error", "msg": pick()},
+            {"command": "metrics", "name": pick(), "params": pick()},
+            {"command": "sync"}, {"pid": pick()}, {"command": pick()}, {}, pick(),
+            {"command": "emit", "tuple": ["w"], "anchors": [tup.id], "id": pick()},
+        ])
+        text = json.dumps(message, allow_nan=True)
+        frame = text.encode("utf-8", "surrogatepass") + r.choice([b"\nend\n", b"\nend\n",
+                                                                   b"\r\nend\r\n", b"\n"])
+        os.write(1, frame)
 
 
 _mute_before_handshake()
