@@ -54,6 +54,17 @@ class LatencyHistogram:
     def mean_ms(self) -> float | None:
         return self.total / self.count * 1000 if self.count else None
 
+    @classmethod
+    def merged(cls, histograms) -> LatencyHistogram:
+        """One histogram holding every sample of `histograms` (a component's tasks)."""
+        out = cls()
+        for h in histograms:
+            for index, n in h._counts.items():
+                out._counts[index] = out._counts.get(index, 0) + n
+            out.count += h.count
+            out.total += h.total
+        return out
+
 
 @dataclass
 class ComponentStats:
@@ -75,6 +86,24 @@ class ComponentStats:
         self.errors += 1
         self.last_error = text
         self.last_error_at = time.time()
+
+    @classmethod
+    def combined(cls, tasks: list[ComponentStats]) -> ComponentStats:
+        """A component's figures from its tasks' (custom metrics are shared by the tasks)."""
+        out = cls(tasks=len(tasks), metrics=tasks[0].metrics if tasks else {})
+        for t in tasks:
+            out.emitted += t.emitted
+            out.transferred += t.transferred
+            out.executed += t.executed
+            out.acked += t.acked
+            out.failed += t.failed
+            out.restarts += t.restarts
+            out.errors += t.errors
+            if t.last_error_at is not None and (out.last_error_at is None
+                                                or t.last_error_at >= out.last_error_at):
+                out.last_error, out.last_error_at = t.last_error, t.last_error_at
+        out.process_latency = LatencyHistogram.merged(t.process_latency for t in tasks)
+        return out
 
     def as_json(self) -> dict:
         out = {"tasks": self.tasks, "emitted": self.emitted, "transferred": self.transferred,

@@ -40,9 +40,10 @@ class Observations:
     def __init__(self) -> None:
         self.logs: deque[dict] = deque(maxlen=RECENT_LOGS)
         self.failures: deque[dict] = deque(maxlen=RECENT_FAILURES)
-        self._last_rate: tuple[float, int, int] | None = None
+        self._last_rate: tuple[float, int, int, int] | None = None
         self.acked_per_s = 0.0
         self.failed_per_s = 0.0
+        self.timed_out_per_s = 0.0
         self._procs: dict[int, psutil.Process] = {}
 
     def log(self, component: str, task: int, level: str, message: str) -> None:
@@ -57,17 +58,19 @@ class Observations:
             "reason": reason, "exit": exit_status, "stderr": stderr[-10:],
             "last_sent": _short(last_sent), "last_received": _tail(last_received)})
 
-    def rates(self, now: float, acked: int, failed: int) -> None:
-        """Acked and failed spout tuples per second since the previous call (at least 0.2 s)."""
+    def rates(self, now: float, acked: int, failed: int, timed_out: int) -> None:
+        """Acked, failed and timed-out spout tuples per second since the previous call (at
+        least 0.2 s before)."""
         last = self._last_rate
         if last is None:
-            self._last_rate = (now, acked, failed)
+            self._last_rate = (now, acked, failed, timed_out)
             return
         elapsed = now - last[0]
         if elapsed >= 0.2:
             self.acked_per_s = (acked - last[1]) / elapsed
             self.failed_per_s = (failed - last[2]) / elapsed
-            self._last_rate = (now, acked, failed)
+            self.timed_out_per_s = (timed_out - last[3]) / elapsed
+            self._last_rate = (now, acked, failed, timed_out)
 
     def usage(self, pid: int | None) -> tuple[float | None, int | None]:
         """CPU % since the previous call for this pid, and resident memory in bytes."""

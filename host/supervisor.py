@@ -149,7 +149,8 @@ class Supervisor:
         self._serializers: dict[str, Serializer] = {}
         self.pid_dir = tempfile.mkdtemp(prefix=f"multilang-{topology.name}-{self.run_id}-")
         os.chmod(self.pid_dir, 0o700)
-        self.stats = {c.id: ComponentStats(tasks=c.parallelism) for c in topology.components}
+        # custom metrics (the `metrics` RPC) are kept per component, counters per task
+        self._metrics: dict[str, dict] = {c.id: {} for c in topology.components}
         self.complete_latency = LatencyHistogram()
         self.observe = Observations()
         self.spout_acked = self.spout_failed = self.spout_timed_out = 0
@@ -170,7 +171,7 @@ class Supervisor:
                 if ser is None:
                     ser = self._serializers[comp.serializer] = serializer(comp.serializer)
                 t = Task(ComponentProcess(comp, task_id, self.launcher), comp, ser,
-                         self.stats[comp.id], conf,
+                         ComponentStats(tasks=1, metrics=self._metrics[comp.id]), conf,
                          build_context(topology, self.task_map, comp, task_id))
                 t.max_pending = self.bolt_max_pending
                 t.spout_max_pending = spout_pending
@@ -1114,11 +1115,10 @@ class Supervisor:
         and queued, capacity, process latency, CPU and memory; the rates; recent component log
         lines and failure reports."""
         now = self.now
-        self.observe.rates(now, self.spout_acked, self.spout_failed)
+        self.observe.rates(now, self.spout_acked, self.spout_failed, self.spout_timed_out)
         components = {}
-        for cid, stats in self.stats.items():
-            data = stats.as_json()
-            tasks = self._by_component[cid]
+        for cid, tasks in self._by_component.items():
+            data = ComponentStats.combined([t.stats for t in tasks]).as_json()
             details = [self._task_detail(t, now) for t in tasks]
             data["in_flight"] = sum(d["in_flight"] for d in details)
             data["queued"] = sum(d["queued"] for d in details)
@@ -1142,6 +1142,7 @@ class Supervisor:
                 "spout_tuples_pending": len(self.acker),
                 "acked_per_s": round(self.observe.acked_per_s, 1),
                 "failed_per_s": round(self.observe.failed_per_s, 1),
+                "timed_out_per_s": round(self.observe.timed_out_per_s, 1),
                 "complete_latency_ms": {
                     "p50": self.complete_latency.percentile(50),
                     "p99": self.complete_latency.percentile(99),
@@ -1162,9 +1163,13 @@ class Supervisor:
         if alive:  # after the run, the last values measured stay in the stats file
             t.usage = self.observe.usage(t.proc.pid)
         cpu, rss = t.usage
+        stats = t.stats
         return {"task": t.task, "pid": t.proc.pid if alive else None,
-                "state": t.proc.state.value, "in_flight": len(t.pending),
-                "queued": len(t.backlog), "restarts": len(t.proc.restart_times),
+                "state": t.proc.state.value, "emitted": stats.emitted,
+                "executed": stats.executed, "acked": stats.acked, "failed": stats.failed,
+                "in_flight": len(t.pending), "queued": len(t.backlog),
+                "restarts": stats.restarts, "errors": stats.errors,
+                "last_error": stats.last_error, "last_error_at": stats.last_error_at,
                 "capacity": round(t.capacity, 3), "cpu_percent": cpu, "rss_bytes": rss}
 
 

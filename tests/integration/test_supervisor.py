@@ -81,6 +81,12 @@ def test_clean_run_acks_everything_and_counts_exactly(tmp_path):
     assert comps["spout"]["emitted"] == n
     assert comps["split"]["executed"] == n and comps["split"]["emitted"] == n * WORDS_PER_MESSAGE
     assert comps["sink"]["executed"] == n * WORDS_PER_MESSAGE
+    # per task: the two sink tasks share the words, and add up to the component's figures
+    sink_tasks = comps["sink"]["tasks_detail"]
+    assert len(sink_tasks) == 2 and all(d["executed"] > 0 for d in sink_tasks)
+    for key in ("executed", "acked", "failed", "emitted"):
+        assert sum(d[key] for d in sink_tasks) == comps["sink"][key]
+    assert {"acked_per_s", "failed_per_s", "timed_out_per_s"} <= set(top)
     arrived = [json.loads(line) for line in (tmp_path / "sink.jsonl").read_text().splitlines()]
     assert len(arrived) == n * WORDS_PER_MESSAGE
     # fields grouping: every word went to exactly one sink task
