@@ -309,6 +309,22 @@ class _Component:
                 messages += again.decoded
                 exc = again
 
+    def _send_emit(self, wire: dict, direct_task: int | None,
+                   need_task_ids: bool) -> list[int] | None:
+        """Queue an emit; with `need_task_ids`, wait for and return the receiving tasks. A
+        direct emit never gets a reply from the host: its one task is the answer."""
+        if direct_task is not None:
+            wire["task"] = direct_task
+            wire["need_task_ids"] = False
+            self._out.append(frame(dumps(wire)))
+            return [direct_task] if need_task_ids else None
+        if not need_task_ids:
+            wire["need_task_ids"] = False
+            self._out.append(frame(dumps(wire)))
+            return None
+        self._out.append(frame(dumps(wire)))
+        return self._await_task_ids()
+
     def _await_task_ids(self) -> list:
         """Block until the task-id list for the emit just queued arrives. Anything else that
         arrives meanwhile is queued behind the messages already pending, in order."""
@@ -382,17 +398,7 @@ class Bolt(_Component):
             wire["anchors"] = [_tuple_id(a) for a in anchors]
         elif self._anchors is not None:
             wire["anchors"] = self._anchors
-        if direct_task is not None:
-            wire["task"] = direct_task
-            wire["need_task_ids"] = False  # Storm never answers a direct emit
-            self._out.append(frame(dumps(wire)))
-            return [direct_task] if need_task_ids else None
-        if not need_task_ids:
-            wire["need_task_ids"] = False
-            self._out.append(frame(dumps(wire)))
-            return None
-        self._out.append(frame(dumps(wire)))
-        return self._await_task_ids()
+        return self._send_emit(wire, direct_task, need_task_ids)
 
     def ack(self, tup: Any) -> None:
         """Ack an input tuple (a Tuple or its id)."""
@@ -496,17 +502,7 @@ class Spout(_Component):
             wire["id"] = id
         if stream != DEFAULT_STREAM:
             wire["stream"] = stream
-        if direct_task is not None:
-            wire["task"] = direct_task
-            wire["need_task_ids"] = False
-            self._out.append(frame(dumps(wire)))
-            return [direct_task] if need_task_ids else None
-        if not need_task_ids:
-            wire["need_task_ids"] = False
-            self._out.append(frame(dumps(wire)))
-            return None
-        self._out.append(frame(dumps(wire)))
-        return self._await_task_ids()
+        return self._send_emit(wire, direct_task, need_task_ids)
 
     # ---- dispatch ------------------------------------------------------------------------------
     def _handle(self, msg: Any) -> None:

@@ -347,39 +347,27 @@ _ml_await_task_ids() {
     done
 }
 
-ack() {
-    local id
+# ack / fail [TUPLE_ID]: settle a tuple (default: the current one)
+_ml_settle() {  # COMMAND [TUPLE_ID]
+    local command=$1 id
+    shift
     if (( $# )); then
         _ml_quote "$1"
         id=$_ML_J
     elif [[ -n $_ML_ANCHOR ]]; then
         id=$_ML_ANCHOR
     else
-        _ml_usage "ack: no current tuple; give a tuple id"
+        _ml_usage "$command: no current tuple; give a tuple id"
         return 2
     fi
     if [[ $id == "$_ML_ANCHOR" ]]; then
         _ML_DONE=1
     fi
-    _ML_BUF+="{\"command\":\"ack\",\"id\":$id}$_ML_END"
+    _ML_BUF+="{\"command\":\"$command\",\"id\":$id}$_ML_END"
 }
 
-fail() {
-    local id
-    if (( $# )); then
-        _ml_quote "$1"
-        id=$_ML_J
-    elif [[ -n $_ML_ANCHOR ]]; then
-        id=$_ML_ANCHOR
-    else
-        _ml_usage "fail: no current tuple; give a tuple id"
-        return 2
-    fi
-    if [[ $id == "$_ML_ANCHOR" ]]; then
-        _ML_DONE=1
-    fi
-    _ML_BUF+="{\"command\":\"fail\",\"id\":$id}$_ML_END"
-}
+ack() { _ml_settle ack "$@"; }
+fail() { _ml_settle fail "$@"; }
 
 # The public log / error are wrappers, so that a component that defines its own `log` or
 # `error` (a common name in scripts) does not break the library's reporting.
