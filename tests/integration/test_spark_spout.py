@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -299,10 +300,14 @@ def test_a_declared_field_missing_from_the_data_is_a_clear_error(tmp_path, data)
     peer.command("activate")
     peer.read_until(Sync)
     errors: list[Error] = []
-    for _ in range(200):  # the spout reads the files on its own thread; ask until it knows
+    deadline = time.monotonic() + 60
+    while not errors and time.monotonic() < deadline:
+        # the spout reads the files on its own thread; ask until it knows (by time, not by a
+        # count of `next`s: on a busy machine hundreds of them can pass before it has looked)
         peer.command("next")
         errors = [m for m in peer.read_until((Sync, Error)) if isinstance(m, Error)]
-        if errors:
-            break
+        if not errors:
+            time.sleep(0.05)
+    assert errors, "the spout never reported the missing column"
     assert peer.close() == 1
     assert "has no column(s) colour (its columns: id, text)" in errors[0].msg

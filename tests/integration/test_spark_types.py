@@ -12,6 +12,7 @@ import datetime
 import decimal
 import json
 import math
+import time
 
 import pyarrow as pa
 import pytest
@@ -113,11 +114,15 @@ def emitted_rows(tmp_path, path: str, fields: list[str], n: int) -> list[list]:
         peer.command("activate")
         peer.read_until(Sync)
         emits: list[Emit] = []
-        for _ in range(500):  # files are read on the spout's own thread: ask until they are
+        deadline = time.monotonic() + 60
+        while len(emits) < n and time.monotonic() < deadline:
+            # files are read on the spout's own thread: ask until they are (by time, not by a
+            # count of `next`s, which a busy machine can use up before the thread has read)
             peer.command("next")
-            emits += [m for m in peer.read_until(Sync) if isinstance(m, Emit)]
-            if len(emits) >= n:
-                break
+            got = [m for m in peer.read_until(Sync) if isinstance(m, Emit)]
+            emits += got
+            if not got:
+                time.sleep(0.02)
         for e in emits:
             peer.command("ack", e.id)
             peer.read_until(Sync)
