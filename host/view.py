@@ -273,11 +273,30 @@ def _failure_key(f: dict) -> tuple:
     return (f.get("time"), f.get("component"), f.get("task"), f.get("pid"))
 
 
+def metric_lines(snap: dict, per_component: int = 6) -> list[str]:
+    """The custom metrics (the `metrics` RPC) of each component that has some, one line each:
+    `component: name=value ...`, at most `per_component` names shown."""
+    lines = []
+    for cid, c in snap["components"].items():
+        metrics = c.get("metrics") or {}
+        if not metrics:
+            continue
+        shown = [f"{name}={_clip_cell(str(value), 24)}"
+                 for name, value in list(metrics.items())[:per_component]]
+        more = len(metrics) - len(shown)
+        lines.append(f"{cid}: " + " ".join(shown) + (f" (+{more} more)" if more > 0 else ""))
+    return lines
+
+
 def live_renderable(snap: dict, rates: Rates | None,
                     banner: str | None = None) -> RenderableType:
     parts: list[RenderableType] = [component_table(snap, rates)]
     if banner:
         parts.insert(0, Text(banner, style="dim"))
+    metrics = metric_lines(snap)
+    if metrics:
+        parts.append(Text("custom metrics", style="bold dim"))
+        parts.append(Text("\n".join(metrics), no_wrap=True, overflow="ellipsis"))
     logs = log_lines(snap)
     if logs is not None:
         parts.append(Text("recent component log lines", style="bold dim"))
@@ -390,4 +409,6 @@ class LiveView:
             print(f"  {cid}: tasks={c['tasks']} emitted={c['emitted']} "
                   f"executed={c['executed']} acked={c['acked']} failed={c['failed']} "
                   f"restarts={c['restarts']} errors={c['errors']}", file=out)
+        for line in metric_lines(snap):
+            print(f"  metrics of {line}", file=out)
         out.flush()

@@ -15,6 +15,7 @@ from host.view import (
     failure_lines,
     live_renderable,
     log_lines,
+    metric_lines,
     plain_line,
     sparkline,
 )
@@ -233,3 +234,16 @@ def test_summary_in_plain_mode():
     view = LiveView(console=Console(file=io.StringIO(), force_terminal=False), plain_out=out)
     view.summary(snapshot())
     assert out.getvalue().startswith("topology wordcount: ran 10.0s")
+
+
+def test_custom_metrics_are_shown_per_component_and_bounded():
+    snap = snapshot()
+    snap["components"]["count"]["metrics"] = {f"m{i}": i for i in range(8)}
+    snap["components"]["count"]["metrics"]["state"] = "x" * 100
+    lines = metric_lines(snap)
+    assert lines == ["count: m0=0 m1=1 m2=2 m3=3 m4=4 m5=5 (+3 more)"]
+    console = Console(record=True, width=160, force_terminal=False)
+    console.print(live_renderable(snap, Rates()))
+    text = console.export_text()
+    assert "custom metrics" in text and "m5=5" in text
+    assert metric_lines(snapshot()) == []  # none, no section
