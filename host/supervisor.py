@@ -147,8 +147,7 @@ class Supervisor:
                                         for c in topology.components})
         # one per serializer in use, shared by every task that speaks it (they cache per route)
         self._serializers: dict[str, Serializer] = {}
-        self.pid_dir = tempfile.mkdtemp(prefix=f"multilang-{topology.name}-{self.run_id}-")
-        os.chmod(self.pid_dir, 0o700)
+        self.pid_dir = ""  # made by start(), owner-only, removed by finish()
         # custom metrics (the `metrics` RPC) are kept per component, counters per task
         self._metrics: dict[str, dict] = {c.id: {} for c in topology.components}
         self.complete_latency = LatencyHistogram()
@@ -220,6 +219,8 @@ class Supervisor:
     def start(self, duration: float | None = None) -> None:
         """Launch every task. In the main thread, SIGINT and SIGTERM then request a graceful
         stop. Then call `step()` until it returns False, and `finish()` in any case."""
+        self.pid_dir = tempfile.mkdtemp(prefix=f"multilang-{self.topology.name}-{self.run_id}-")
+        os.chmod(self.pid_dir, 0o700)
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
@@ -397,7 +398,8 @@ class Supervisor:
             if t.proc.state is not State.FATAL:
                 t.proc.state = State.STOPPED
             t.accepting = False
-        shutil.rmtree(self.pid_dir, ignore_errors=True)
+        if self.pid_dir:
+            shutil.rmtree(self.pid_dir, ignore_errors=True)
 
     def _drain_stderr_at_exit(self, procs) -> None:
         for t in self.tasks.values():
