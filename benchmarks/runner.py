@@ -102,8 +102,23 @@ class Windows:
             "host_cpu": self.host_cpu.total(),
             "children_cpu": self.child_cpu.total(),
             "companion_cpu": self.companion_cpu.total() if self.companion_cpu else None,
+            "component_cpu": self._component_cpu(),
             "io": self._io(),
         }
+
+    def _component_cpu(self) -> dict:
+        """CPU seconds per component (its tasks' processes, which a restart would reset)."""
+        out: dict[str, float] = {}
+        for t in self.sup.tasks.values():
+            pid = t.proc.pid if t.proc.alive else None
+            if pid is None:
+                continue
+            try:
+                c = psutil.Process(pid).cpu_times()
+            except psutil.Error:
+                continue
+            out[t.cid] = out.get(t.cid, 0.0) + c.user + c.system
+        return out
 
     def _io(self) -> dict:
         """The host's syscalls (read/write counts and bytes, voluntary context switches): how
@@ -131,6 +146,8 @@ class Windows:
                                  for k in COUNTERS} for cid in b["components"]},
             "host_cpu_s": b["host_cpu"] - a["host_cpu"],
             "children_cpu_s": b["children_cpu"] - a["children_cpu"],
+            "component_cpu_s": {cid: cpu - a["component_cpu"].get(cid, 0.0)
+                                for cid, cpu in b["component_cpu"].items()},
             "companion_cpu_s": (b["companion_cpu"] - a["companion_cpu"]
                                 if b["companion_cpu"] is not None else None),
             "host_io": {k: b["io"][k] - a["io"].get(k, 0) for k in b["io"]},

@@ -38,6 +38,8 @@ RESTART_WINDOW_SECS = "host.restart.window.secs"
 SHUTDOWN_GRACE_SECS = "host.shutdown.grace.secs"
 SPOUT_IDLE_MAX_SLEEP_MS = "host.spout.idle.max.sleep.ms"
 SPOUT_ACK_BATCH = "host.spout.ack.batch"
+SPOUT_NEXT_DEPTH = "host.spout.next.depth"
+BOLT_MAX_IN_FLIGHT = "host.bolt.max.in.flight"
 ACKER_LATENCY_SAMPLE = "host.acker.latency.sample"
 MAX_FRAME_BYTES = "host.max.frame.bytes"
 
@@ -112,6 +114,17 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     # ack / fail commands written to a spout before waiting for their syncs; 1 = Storm's strict
     # one-command-at-a-time exchange
     Key(SPOUT_ACK_BATCH, 100, _positive_int),
+    # exchanges (a `next`, or one batch of ack / fail) written to a spout before the oldest is
+    # answered by `sync`, so that the spout works while the host handles what it emitted (fewer
+    # when max.spout.pending would not leave room for what they emit); 1 with
+    # host.spout.ack.batch 1 = Storm's strict one-command-at-a-time exchange
+    Key(SPOUT_NEXT_DEPTH, 8, _positive_int),
+    # tuples written to a bolt task and not yet acked or failed. Storm bounds only the tuples
+    # not yet written (topology.shellbolt.max.pending); written ones are bounded by the pipe and
+    # the component. We bound them too, so that host memory stays bounded whatever a component
+    # does; a window well beyond one read's worth keeps the bolt busy while the host handles
+    # what it wrote. A bolt that holds tuples unacked (a batching sink) holds at most this many.
+    Key(BOLT_MAX_IN_FLIGHT, 1000, _positive_int),
     # complete latency is timed for one spout tuple in this many (1 = all: 24 more bytes each)
     Key(ACKER_LATENCY_SAMPLE, 16, _positive_int),
     Key(MAX_FRAME_BYTES, 16 * 1024 * 1024, _positive_int),
@@ -356,6 +369,14 @@ def spout_idle_max_sleep_ms(conf: Mapping) -> float:
 
 def spout_ack_batch(conf: Mapping) -> int:
     return _get(conf, SPOUT_ACK_BATCH)
+
+
+def bolt_max_in_flight(conf: Mapping) -> int:
+    return _get(conf, BOLT_MAX_IN_FLIGHT)
+
+
+def spout_next_depth(conf: Mapping) -> int:
+    return _get(conf, SPOUT_NEXT_DEPTH)
 
 
 def acker_latency_sample(conf: Mapping) -> int:

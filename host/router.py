@@ -188,12 +188,16 @@ class Router:
     def targets(self, source: str, stream: str, values: list) -> list[int]:
         """The tasks a regular (non-direct) emit goes to, in subscriber order. The list may be
         shared: do not change it."""
+        return self.chooser(source, stream)(values)
+
+    def chooser(self, source: str, stream: str) -> Chooser:
+        """`values -> targets` for regular emits of `source` on `stream`, as `targets` does it
+        (raising RoutingError for a wrong number of values); for callers that cache it."""
         try:
-            route = self._regular[(source, stream)]
+            return self._regular[(source, stream)]
         except KeyError:
             raise RoutingError(
                 f"emit to stream '{stream}', which '{source}' does not declare") from None
-        return route(values)
 
     def direct_target(self, source: str, stream: str, values: list, task: int) -> int:
         """Check a direct emit to `task`; returns the task."""

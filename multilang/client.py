@@ -38,7 +38,7 @@ import sys
 from collections import deque
 from typing import Any, Iterable, NoReturn
 
-from .codec import EncodeError, HostDecoder, ProtocolError, dumps, frame
+from .codec import EncodeError, HostDecoder, ProtocolError, dumps, frame, ujson_dumps, values_json
 from .messages import (
     DEBUG,
     DEFAULT_STREAM,
@@ -59,15 +59,24 @@ __all__ = ["Bolt", "BasicBolt", "Spout", "Tuple", "TRACE", "DEBUG", "INFO", "WAR
            "EncodeError"]
 
 READ_SIZE = 64 * 1024  # the Linux pipe capacity: one read drains a full pipe
+FLUSH_EVERY = 100  # input messages handled between writes when a read brings more
 _SYNC_FRAME = frame(dumps({"command": "sync"}))
-_new_tuple = tuple.__new__
+# The data path's frames are put together from these constant parts and the JSON of the values
+# and ids: a dict and a dumps call per frame cost more than the rest of the emit. The keys and
+# values are those the dicts of the general path give (see _send_emit).
+_EMIT_HEAD = b'{"command":"emit","tuple":'
+_EMIT_END = b',"need_task_ids":false}\nend\n'
+_ANCHORED_END = b',"anchors":[%b],"need_task_ids":false}\nend\n'
+_TRACKED_END = b',"id":%b,"need_task_ids":false}\nend\n'
+_TRACKED_INT_END = b',"id":%d,"need_task_ids":false}\nend\n'  # the usual message id: a number
+_ACK_FRAME = b'{"command":"ack","id":%b}\nend\n'
 
 
 class Tuple(TupleMessage):
     """An input tuple as user code sees it: `id`, `component`, `stream`, `task`, `values`.
 
-    A TupleMessage underneath (`comp` is the wire name of `component`), so converting a decoded
-    message costs one tuple copy and no dict.
+    A TupleMessage underneath (`comp` is the wire name of `component`), built directly by the
+    decoder: no copy, no dict.
     """
 
     __slots__ = ()
@@ -127,6 +136,32 @@ def _tuple_id(tup: Any) -> Any:
     return tup.id if isinstance(tup, TupleMessage) else tup
 
 
+def _id_json(value: Any) -> bytes | None:
+    """A tuple or message id as JSON, or None if it has none: the caller then takes the general
+    path, which raises the usual EncodeError. Our host's tuple ids are decimal strings: they
+    skip dumps, as digits never need escaping."""
+    if type(value) is int:
+        return b"%d" % value
+    if type(value) is str and value.isdigit():
+        return b'"%b"' % value.encode()
+    try:
+        return dumps(value).encode("utf-8")
+    except (EncodeError, UnicodeEncodeError):
+        return None
+
+
+def _emit_frame(values: list, end: bytes) -> bytes:
+    """An emit: the values' JSON between constant parts. Calling ujson here saves the two Python
+    calls of values_json -> dumps on every emit; whatever ujson refuses goes through
+    values_json, which writes big ints exactly and raises the usual EncodeError."""
+    if ujson_dumps is not None:
+        try:
+            return _EMIT_HEAD + ujson_dumps(values, False, False, False).encode() + end
+        except (OverflowError, TypeError, ValueError):  # UnicodeEncodeError is a ValueError
+            pass
+    return _EMIT_HEAD + values_json(values) + end
+
+
 def _format_exception() -> str:
     import traceback  # only on the failure path: keeps start-up light
 
@@ -140,6 +175,8 @@ class _Component:
     #: While running, send print() to the host's log and point fd 1 at stderr. False keeps
     #: sys.stdout and fd 1 as they are (fd 1 is then the protocol pipe, and stray output breaks it).
     protect_stdout = True
+    #: What the decoder builds input tuples as.
+    _tuple_type: type = TupleMessage
 
     def __init__(self) -> None:
         self.conf: dict = {}
@@ -147,7 +184,7 @@ class _Component:
         self.pid = os.getpid()
         self.task_id: int | None = None
         self.component_id: str | None = None
-        self._decoder = HostDecoder()
+        self._decoder = HostDecoder(tuple_type=self._tuple_type)
         self._pending: deque = deque()   # decoded host messages not handled yet, in order
         self._task_ids: deque = deque()  # task-id lists read before anyone asked for them
         self._out: list[bytes] = []      # frames to write at the next flush
@@ -236,10 +273,24 @@ class _Component:
     def _loop(self) -> None:
         pending = self._pending
         handle = self._handle
+        read = self._read_messages
         while True:
             while pending:
                 handle(pending.popleft())
-            self._read()
+            # What a handler reads while waiting for task ids goes to `pending`, behind the rest
+            # of this batch, so the batch need not pass through the queue.
+            batch = read()
+            if len(batch) <= FLUSH_EVERY:
+                for msg in batch:
+                    handle(msg)
+                continue
+            # A long batch is answered in parts: the host acks and routes the first part's
+            # output while we work on the rest, instead of both taking turns at being idle.
+            for start in range(0, len(batch), FLUSH_EVERY):
+                if start:
+                    self._flush()
+                for msg in batch[start:start + FLUSH_EVERY]:
+                    handle(msg)
 
     def _handle(self, msg: Any) -> None:
         raise NotImplementedError
@@ -364,12 +415,16 @@ class Bolt(_Component):
     auto_anchor = False
     #: Ack the current tuple when `process` returns (unless user code acked or failed it).
     auto_ack = False
+    _tuple_type = Tuple
 
     def __init__(self) -> None:
         super().__init__()
         self._current_id: Any = None   # id of the tuple being processed
         self._settled = False          # user code acked/failed the current tuple
         self._anchors: list | None = None  # automatic anchors while processing
+        # How a plain emit's frame ends (after the values): with the automatic anchors while
+        # processing; None when they cannot be encoded (emits then take the general path).
+        self._emit_end: bytes | None = _EMIT_END
 
     # ---- hooks ---------------------------------------------------------------------------------
     def process(self, tup: Tuple) -> None:
@@ -391,6 +446,11 @@ class Bolt(_Component):
         Raises EncodeError if the values are not JSON-serialisable."""
         if type(values) is not list:
             values = list(values)
+        end = self._emit_end
+        if end is not None and not anchors and direct_task is None and not need_task_ids \
+                and stream == DEFAULT_STREAM:
+            self._out.append(_emit_frame(values, end))
+            return None
         wire: dict = {"command": "emit", "tuple": values}
         if stream != DEFAULT_STREAM:
             wire["stream"] = stream
@@ -416,7 +476,7 @@ class Bolt(_Component):
 
     # ---- dispatch ------------------------------------------------------------------------------
     def _handle(self, msg: Any) -> None:
-        if type(msg) is TupleMessage:
+        if type(msg) is Tuple:
             if msg.task == SYSTEM_TASK:
                 if msg.stream == HEARTBEAT_STREAM:
                     self._out.append(_SYNC_FRAME)
@@ -428,12 +488,14 @@ class Bolt(_Component):
         else:
             self._unexpected(msg)
 
-    def _run(self, hook, msg: TupleMessage, anchored: bool, auto_ack: bool) -> None:
-        tup = _new_tuple(Tuple, msg)
+    def _run(self, hook, tup: Tuple, anchored: bool, auto_ack: bool) -> None:
         tid = tup.id
+        id_json = _id_json(tid)  # once per tuple: its emits and its ack share it
         self._current_id = tid
         self._settled = False
-        self._anchors = [tid] if anchored else None
+        if anchored:
+            self._anchors = [tid]
+            self._emit_end = None if id_json is None else _ANCHORED_END % id_json
         try:
             hook(tup)
         except Exception:
@@ -443,10 +505,12 @@ class Bolt(_Component):
                 self._out.append(frame(dumps({"command": "fail", "id": tid})))
         else:
             if auto_ack and not self._settled:
-                self._out.append(frame(dumps({"command": "ack", "id": tid})))
+                self._out.append(_ACK_FRAME % id_json if id_json is not None else
+                                 frame(dumps({"command": "ack", "id": tid})))
         finally:
             self._current_id = None
             self._anchors = None
+            self._emit_end = _EMIT_END
 
     def _shutdown(self) -> None:
         self.cleanup()
@@ -497,6 +561,17 @@ class Spout(_Component):
         `need_task_ids` as for Bolt.emit. Raises EncodeError for non-JSON values."""
         if type(values) is not list:
             values = list(values)
+        if direct_task is None and not need_task_ids and stream == DEFAULT_STREAM:
+            if id is None:
+                end: bytes | None = _EMIT_END
+            elif type(id) is int:
+                end = _TRACKED_INT_END % id
+            else:
+                id_json = _id_json(id)
+                end = None if id_json is None else _TRACKED_END % id_json
+            if end is not None:
+                self._out.append(_emit_frame(values, end))
+                return None
         wire: dict = {"command": "emit", "tuple": values}
         if id is not None:
             wire["id"] = id
@@ -511,10 +586,10 @@ class Spout(_Component):
             return
         command = msg.command
         try:
-            if command == "next":
-                self.next_tuple()
-            elif command == "ack":
+            if command == "ack":  # the most frequent: one per tuple, `next` one per batch
                 self.ack(msg.id)
+            elif command == "next":
+                self.next_tuple()
             elif command == "fail":
                 self.fail(msg.id)
             elif command == "activate":

@@ -37,6 +37,8 @@ from .messages import (
 
 DEFAULT_MAX_FRAME = 16 * 1024 * 1024
 END = b"\nend\n"
+# tuple.__new__ skips a NamedTuple's generated __new__, which costs more than decoding the fields
+_new_tuple = tuple.__new__
 _SYNC = Sync()
 # An `end` line: at the start of a line (the buffer start or after \n / \r) and followed by a
 # line terminator. The `(?<![^\r\n])` look-behind also matches at the buffer's start.
@@ -80,38 +82,38 @@ def loads(payload: bytes) -> Any:
     return json.loads(payload)
 
 
-def _ujson_dumps_fast():
-    """ujson.dumps with our options passed positionally: keyword arguments cost ujson about
-    500 ns a call, more than encoding a small tuple. The positional order is ujson's
-    (obj, ensure_ascii, encode_html_chars, escape_forward_slashes); checked here once, byte for
-    byte against the keyword call, so another ujson version falls back to keywords."""
+def _positional_ujson_dumps():
+    """ujson.dumps, if passing our options positionally writes byte for byte what the keyword
+    call writes; else None. Keyword arguments cost ujson about 500 ns a call, more than encoding
+    a small tuple; the positional order is ujson's (obj, ensure_ascii, encode_html_chars,
+    escape_forward_slashes), checked here once, so another ujson version falls back to keywords."""
     if _ujson is None:
         return None
-
-    def positional(value):
-        return _ujson.dumps(value, False, False, False)
-
-    def keywords(value):
-        return _ujson.dumps(value, ensure_ascii=False, escape_forward_slashes=False)
-
     probe = ["é/\u2028<a href='x'>&amp;</a>", 0.1, 1 / 3, -7, None, True, {"k->v": [1.5e300]}]
     try:
-        if positional(probe) == keywords(probe) and json.loads(positional(probe)) == probe:
-            return positional
+        positional = _ujson.dumps(probe, False, False, False)
+        if positional == _ujson.dumps(probe, ensure_ascii=False, escape_forward_slashes=False) \
+                and json.loads(positional) == probe:
+            return _ujson.dumps
     except (TypeError, ValueError):
         pass
-    return keywords
+    return None
 
 
-_fast_dumps = _ujson_dumps_fast()
+#: ujson.dumps, to be called as `ujson_dumps(value, False, False, False)` (what `dumps` writes,
+#: minus its fallbacks: OverflowError for ints beyond 64 bits), or None. For hot paths that cannot
+#: afford the extra call of `dumps`.
+ujson_dumps = _positional_ujson_dumps()
 
 
 def dumps(value: Any) -> str:
     """Compact single-line JSON, non-ASCII kept as UTF-8, '/' unescaped."""
     try:
-        if _fast_dumps is not None:
+        if _ujson is not None:
             try:
-                return _fast_dumps(value)
+                if ujson_dumps is not None:
+                    return ujson_dumps(value, False, False, False)
+                return _ujson.dumps(value, ensure_ascii=False, escape_forward_slashes=False)
             except OverflowError:  # ints beyond 64 bits: the stdlib writes them exactly
                 pass
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=True)
@@ -144,6 +146,12 @@ class Framer:
     def pending(self) -> bytes:
         """Bytes received but not yet part of a complete frame."""
         return self._buf
+
+    def carry(self, rest: bytes) -> None:
+        """Hold `rest`, the bytes after the last complete frame, after a caller that parsed the
+        complete frames itself (the decoders' one-call fast path)."""
+        self._buf = rest
+        self._scan = max(0, len(rest) - len(END))
 
     def feed(self, data: bytes) -> list[bytes]:
         buf = self._buf + data if self._buf else data
@@ -232,12 +240,12 @@ def _emit(d: dict) -> Emit:
     anchors = d.get("anchors")
     if anchors is None:
         anchors = ()
-    elif type(anchors) is str:
-        anchors = (anchors,)
     elif type(anchors) is list:
         for a in anchors:
             if type(a) is not str:
                 raise ProtocolError("emit with an anchor that is not a string", _as_bytes(d))
+    elif type(anchors) is str:
+        anchors = (anchors,)
     else:
         raise ProtocolError("emit with `anchors` that is not a list", _as_bytes(d))
     task = d.get("task")
@@ -246,12 +254,12 @@ def _emit(d: dict) -> Emit:
             raise ProtocolError("emit with a `task` that is not an integer", _as_bytes(d))
         if task == 0:  # Storm: 0 means "not direct"
             task = None
-    need = d.get("need_task_ids", True)
+    need = d.get("need_task_ids")
     if need is None:
         need = True
     elif type(need) is not bool:
         raise ProtocolError("emit with `need_task_ids` that is not a boolean", _as_bytes(d))
-    return Emit(values, stream, anchors, task, need, d.get("id"))
+    return _new_tuple(Emit, (values, stream, anchors, task, need, d.get("id")))
 
 
 def _ack(d: dict) -> Ack:
@@ -330,8 +338,24 @@ class ComponentDecoder:
         self.awaiting_pid = awaiting_pid
 
     def feed(self, data: bytes) -> list:
+        framer = self.framer
+        buf = framer._buf + data if framer._buf else data
+        cut = buf.rfind(END)
+        if 0 <= cut <= framer.max_frame and len(buf) - cut <= framer.max_frame and \
+                b"\r" not in buf:
+            # The usual stream, one-line frames and `\n` only: every complete frame parsed by one
+            # ujson call over the bytes with each `\nend\n` turned into a comma. Anything else
+            # (an empty message, a frame spread over lines with `end` inside, bad JSON) fails to
+            # parse or gives a different count, and takes the frame-by-frame path below.
+            body = buf[:cut]
+            values = _loads_joined(body, body.count(END) + 1)
+            if values is not None:
+                messages = self._messages(values)
+                if messages is not None:
+                    framer.carry(buf[cut + len(END):])
+                    return messages
         try:
-            payloads = self.framer.feed(data)
+            payloads = framer.feed(data)
         except ProtocolError as exc:
             # The frames completed before the oversized one are still owed to the caller.
             messages = self._decode(exc.decoded)
@@ -340,30 +364,37 @@ class ComponentDecoder:
 
     def _decode(self, payloads: list) -> list:
         values = _loads_batch(payloads)
-        if values is None:  # some payload is bad: find which, keeping the ones before it
+        messages = None if values is None else self._messages(values)
+        if messages is None:  # some payload is bad: find which, keeping the ones before it
             return self._decode_one_by_one(payloads)
+        return messages
+
+    def _messages(self, values: list) -> list | None:
+        """Parsed values -> messages; None if one of them is not a valid message."""
         messages: list = []
         append = messages.append
+        awaiting_pid = self.awaiting_pid  # kept as it was if we give up (the caller retries)
         for value in values:
             # the data path's two messages, decoded inline; everything else takes the long way
             if type(value) is dict:
                 command = value.get("command")
-                if command == "ack" and "id" in value:
-                    append(Ack(value["id"]))
-                    continue
                 if command == "emit":
                     try:
                         append(_emit(value))
                     except ProtocolError:
-                        return self._decode_one_by_one(payloads)
+                        return None
+                    continue
+                if command == "ack" and "id" in value:
+                    append(_new_tuple(Ack, (value["id"],)))
                     continue
             try:
-                msg = component_message(value, self.awaiting_pid)
+                msg = component_message(value, awaiting_pid)
             except ProtocolError:
-                return self._decode_one_by_one(payloads)
+                return None
             if type(msg) is Pid:
-                self.awaiting_pid = False
+                awaiting_pid = False
             append(msg)
+        self.awaiting_pid = awaiting_pid
         return messages
 
     def _decode_one_by_one(self, payloads: list) -> list:
@@ -382,6 +413,17 @@ class ComponentDecoder:
                 self.awaiting_pid = False
             messages.append(msg)
         return messages
+
+
+def _loads_joined(body: bytes, count: int) -> list | None:
+    """`count` JSON texts separated by `\nend\n` -> their values, or None."""
+    if _ujson is None:
+        return None
+    try:
+        values = _ujson.loads(b"[" + body.replace(END, b",") + b"]")
+    except (ValueError, OverflowError):
+        return None
+    return values if len(values) == count else None
 
 
 def _loads_batch(payloads: list) -> list | None:
@@ -406,17 +448,20 @@ Decoder = ComponentDecoder
 # ---- decoding: host -> component (used by the client libraries) ---------------------------------
 
 
-def host_message(value: Any):
+def host_message(value: Any, tuple_type: type = TupleMessage):
+    """One parsed JSON value from the host -> its typed message, or ProtocolError. Input tuples
+    are built as `tuple_type`: TupleMessage or a subclass that adds no fields."""
     if type(value) is list:
-        return TaskIds(value)
+        return _new_tuple(TaskIds, (value,))
     if type(value) is not dict:
         raise ProtocolError("host message is neither an object nor a task-id list",
                             _as_bytes(value))
     if "command" in value:
-        return SpoutCommand(value["command"], value.get("id", ""))
+        return _new_tuple(SpoutCommand, (value["command"], value.get("id", "")))
     if "tuple" in value:
-        return TupleMessage(value.get("id"), value.get("comp"), value.get("stream", "default"),
-                            value.get("task"), value["tuple"])
+        return _new_tuple(tuple_type, (value.get("id"), value.get("comp"),
+                                  value.get("stream", "default"), value.get("task"),
+                                  value["tuple"]))
     if "pidDir" in value:
         return Handshake(value["pidDir"], value.get("conf") or {}, value.get("context") or {})
     raise ProtocolError("unrecognised host message", _as_bytes(value))
@@ -427,16 +472,25 @@ class HostDecoder:
 
     A bad message raises ProtocolError (`decoded` = the messages before it); the complete
     messages after it are kept, and the next `feed` (even `feed(b"")`) returns them, so a client
-    can log the bad one and carry on.
+    can log the bad one and carry on. Input tuples are built as `tuple_type` (see host_message),
+    so a client can have its own tuple class without copying each message.
     """
 
-    __slots__ = ("framer", "_backlog")
+    __slots__ = ("_backlog", "_tuple_type", "framer")
 
-    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME):
+    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME, tuple_type: type = TupleMessage):
         self.framer = Framer(max_frame)
         self._backlog: list = []
+        self._tuple_type = tuple_type
 
     def feed(self, data: bytes) -> list:
+        carried = self.framer.pending
+        # Worth a try when a frame ends in this read (perhaps on the boundary with what the
+        # framer holds); not while a frame of many reads comes in, which would copy it each time.
+        if not self._backlog and (END in data or carried and END in carried[-4:] + data[:4]):
+            messages = self._decode_whole_frames(carried + data if carried else data, carried)
+            if messages is not None:
+                return messages
         payloads, self._backlog = self._backlog, []
         if data:
             try:
@@ -447,12 +501,63 @@ class HostDecoder:
                 raise ProtocolError(exc.reason, exc.raw, out) from None
         return self._decode(payloads)
 
+    def _decode_whole_frames(self, buf: bytes, carried: bytes) -> list | None:
+        """The usual read: one-line frames from our host, the last one perhaps cut short. The
+        messages of the complete ones, parsed in one go without cutting them into payloads
+        first; the framer then holds the rest. None, the framer untouched, for anything unusual
+        (a `\\r`, the frame limit, bad or empty messages): the general path deals with those."""
+        framer = self.framer
+        end = buf.rfind(END) + len(END)
+        if end > framer.max_frame or len(buf) - end > framer.max_frame or b"\r" in buf:
+            return None
+        body = buf[:end - len(END)]
+        values = _loads_joined(body, body.count(END) + 1)
+        messages = None if values is None else self._messages(values)
+        if messages is not None and (carried or end < len(buf)):
+            framer.carry(buf[end:])
+        return messages
+
     def _decode(self, payloads: list) -> list:
+        if not payloads:
+            return []
+        # One ujson call for all payloads (as the host's decoder does); if any payload is not
+        # one valid message, the one-by-one path finds it and raises with the right details.
+        values = _loads_batch(payloads)
+        if values is not None:
+            messages = self._messages(values)
+            if messages is not None:
+                return messages
+        return self._decode_one_by_one(payloads)
+
+    def _messages(self, values: list) -> list | None:
+        """Parsed values -> messages; None if one of them is not a valid message."""
+        tuple_type = self._tuple_type
         out: list = []
+        append = out.append
+        for value in values:
+            # the data path's two messages inline, exactly as host_message builds them
+            if type(value) is dict:
+                if "command" in value:
+                    append(_new_tuple(SpoutCommand, (value["command"], value.get("id", ""))))
+                    continue
+                if "tuple" in value:
+                    append(_new_tuple(tuple_type, (value.get("id"), value.get("comp"),
+                                              value.get("stream", "default"), value.get("task"),
+                                              value["tuple"])))
+                    continue
+            try:
+                append(host_message(value, tuple_type))
+            except ProtocolError:
+                return None
+        return out
+
+    def _decode_one_by_one(self, payloads: list) -> list:
+        out: list = []
+        tuple_type = self._tuple_type
         for i, payload in enumerate(payloads):
             try:
                 value = loads(payload)
-                out.append(host_message(value))
+                out.append(host_message(value, tuple_type))
             except (ValueError, ProtocolError) as exc:
                 self._backlog = payloads[i + 1:]
                 reason = exc.reason if isinstance(exc, ProtocolError) else \
@@ -540,6 +645,11 @@ def tuple_frame(prefix: bytes, values_json: bytes, tuple_id: int) -> bytes:
 
 def values_json(values: list) -> bytes:
     """A tuple's values as single-line UTF-8 JSON, to be shared by every copy of the tuple."""
+    if ujson_dumps is not None:  # once per routed tuple: no call through `dumps`
+        try:
+            return ujson_dumps(values, False, False, False).encode("utf-8")
+        except (OverflowError, TypeError, ValueError):
+            pass  # `dumps` has the fallbacks and the error that says what is wrong
     try:
         return dumps(values).encode("utf-8")
     except UnicodeEncodeError as exc:

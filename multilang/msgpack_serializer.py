@@ -19,7 +19,7 @@ import msgpack
 
 from . import codec
 from .codec import DEFAULT_MAX_FRAME, EncodeError, ProtocolError
-from .messages import Ack, Pid
+from .messages import Ack, Pid, SpoutCommand
 
 __all__ = ["MsgpackSerializer", "MsgpackDecoder"]
 
@@ -200,6 +200,9 @@ class MsgpackSerializer:
 
     def encode(self, message) -> bytes:
         return self._pack(codec.to_wire(message))
+
+    def spout_command(self, command: str, msg_id) -> bytes:
+        return self.encode(SpoutCommand(command, msg_id))
 
     def handshake_context(self, context: dict) -> dict:
         # pyleus sends only these two. Task ids stay string keys ("1"), as in JSON: pyleus's Java

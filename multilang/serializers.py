@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from . import codec
+from .messages import SpoutCommand
 
 
 class Serializer(Protocol):
@@ -25,6 +26,9 @@ class Serializer(Protocol):
 
     def handshake_context(self, context: dict) -> dict:
         """The context this serializer's components get (msgpack: reduced, spec §11)."""
+
+    def spout_command(self, command: str, msg_id) -> bytes:
+        """A spout's `ack` / `fail` for message id `msg_id` (a hot path: one per spout tuple)."""
 
     def tuple_prefix(self, comp: str | None, stream: str, task: int) -> bytes:
         """Everything of an input tuple before its values, for this source component, stream
@@ -58,11 +62,15 @@ class JsonSerializer:
     def handshake_context(self, context: dict) -> dict:
         return context
 
+    def spout_command(self, command: str, msg_id) -> bytes:
+        if type(msg_id) is int:  # the usual id: no dict, no JSON encoder
+            return b'{"command":"%b","id":%d}\nend\n' % (command.encode(), msg_id)
+        return codec.encode(SpoutCommand(command, msg_id))
+
     def tuple_prefix(self, comp: str | None, stream: str, task: int) -> bytes:
         return self._tuples.prefix(comp, stream, task)
 
-    def values(self, values: list) -> bytes:
-        return codec.values_json(values)
+    values = staticmethod(codec.values_json)
 
     tuple_frame = staticmethod(codec.tuple_frame)
 

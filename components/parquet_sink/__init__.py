@@ -15,7 +15,7 @@ bolts:
 Columns are the input fields (the context's `source->stream->fields` of the streams the bolt
 subscribes to, which must all declare the same fields; `parquet.sink.fields` picks or orders them
 explicitly). Tuples are buffered, unacked, until the file is rolled: every `parquet.sink.rows`
-tuples (at most `topology.shellbolt.max.pending`, the host's cap on a bolt's unacked tuples, so
+tuples (at most `host.bolt.max.in.flight`, the host's cap on a bolt's unacked tuples, so
 a roll is never waited for forever) and at every tick tuple when the buffer is not empty. A roll
 writes `.part-*.parquet.tmp` (hidden from Spark by its leading dot), fsyncs it, renames it to
 `part-<task>-<time>-<seq>.parquet`, fsyncs the directory, and only then acks the file's tuples.

@@ -79,7 +79,7 @@ class ParquetSink(Bolt):
         rows = int(conf.get(PREFIX + "rows", DEFAULT_ROWS))
         if rows < 1:
             raise SinkConfigError(f"{PREFIX}rows must be >= 1, got {rows}")
-        host_cap = conf.get("topology.shellbolt.max.pending")
+        host_cap = conf.get("host.bolt.max.in.flight")
         self.roll_rows = min(rows, int(host_cap)) if host_cap else rows
         self.compression = str(conf.get(PREFIX + "compression", "snappy"))
         self.buffer: list[Tuple] = []

@@ -295,6 +295,7 @@ def test_task_that_dies_while_paused_by_backpressure_is_restarted_once(tmp_path,
         tmp_path, caplog, n=3000, per_next=10, every=script, limit=30,
         until=lambda sup, snap: "resumed" in steps,
         config={"topology.max.spout.pending": None, "topology.shellbolt.max.pending": 20,
+                "host.bolt.max.in.flight": 20,
                 "topology.subprocess.timeout.secs": 60, "host.handshake.timeout.secs": 1})
     assert code == 0 and "resumed" in steps, steps
     assert steps["running_again"] - steps["killed"] < 3, steps  # noticed at once

@@ -483,3 +483,166 @@ def test_stdout_protection_can_be_turned_off():
         assert [peer.read(), peer.read()] == [Log("raw on fd 1", 2), Ack("t1")]
     finally:
         peer.close()
+
+
+# ---- the data path's frames, put together without a dict ---------------------------------------
+
+
+def written(peer: ComponentPeer) -> list:
+    """The JSON the component wrote, as it wrote it (the transcript keeps every payload)."""
+    return [json.loads(line[3:]) for line in peer.transcript if line.startswith("<- ")]
+
+
+def script(tmp_path: Path, source: str) -> Path:
+    path = tmp_path / "component.py"
+    path.write_text("from multilang import BasicBolt, Bolt, Spout\n" + source)
+    return path
+
+
+def test_plain_emits_and_acks_have_exactly_the_keys_of_the_general_path(bolt):
+    bolt.tuple("17", ["echo", "a", 1])
+    bolt.tuple("18", ["stream"])  # the general path, for comparison
+    assert len([bolt.read() for _ in range(4)]) == 4
+    assert written(bolt)[-4:] == [
+        {"command": "emit", "tuple": ["a", 1], "anchors": ["17"], "need_task_ids": False},
+        {"command": "ack", "id": "17"},
+        {"command": "emit", "tuple": ["to errors"], "stream": "errors", "anchors": ["18"],
+         "need_task_ids": False},
+        {"command": "ack", "id": "18"},
+    ]
+
+
+@pytest.mark.parametrize("tid", ['q"uo\\te/é ☃\n', "²³", "-4613382227463211107", "0",
+                                 "123456789012345678901234567890", ""])
+def test_any_tuple_id_comes_back_exactly_in_anchors_and_ack(bolt, tid):
+    bolt.tuple(tid, ["echo", "x"])
+    assert [bolt.read(), bolt.read()] == [emit(["x"], [tid]), Ack(tid)]
+
+
+def test_values_beyond_what_ujson_writes_are_emitted_exactly(bolt):
+    big = 2**70 + 1
+    bolt.tuple("1", ["echo", big, -big, "é☃𝄞", {"a/b": [None, True, 1.5]}])
+    assert [bolt.read(), bolt.read()] == [
+        emit([big, -big, "é☃𝄞", {"a/b": [None, True, 1.5]}], ["1"]), Ack("1")]
+
+
+def test_unencodable_values_fail_the_tuple_and_other_emits_go_through(tmp_path):
+    peer = start(script(tmp_path, '''
+class B(BasicBolt):
+    def process(self, tup):
+        kind = tup.values[0]
+        if kind == "surrogate":
+            self.emit(["ok", "\\udc00"])
+        elif kind == "bytes":
+            self.emit([b"raw"])
+        elif kind == "iterable":
+            self.emit(("a", 1))
+            self.emit(["empty anchors"], anchors=[])
+        elif kind == "unanchored":
+            self.emit(["later"], anchors=None)
+
+B().run()
+'''))
+    try:
+        for n, kind in enumerate(["surrogate", "bytes", "iterable", "unanchored"]):
+            peer.tuple(str(n), [kind])
+        for n in range(2):
+            error = peer.read()
+            assert type(error) is Error and "EncodeError" in error.msg
+            assert peer.read() == Fail(str(n))
+        assert [peer.read() for _ in range(5)] == [
+            emit(["a", 1], ["2"]), emit(["empty anchors"], ["2"]), Ack("2"),
+            emit(["later"], ["3"]), Ack("3")]
+    finally:
+        peer.close()
+
+
+def test_emits_outside_process_are_unanchored_and_an_unencodable_id_is_refused(tmp_path):
+    peer = start(script(tmp_path, '''
+class B(Bolt):
+    def initialize(self, conf, context):
+        self.emit(["from initialize"])
+        self.held = []
+
+    def process(self, tup):
+        if tup.values[0] == "hold":
+            self.held.append(tup)
+            return
+        for held in self.held:
+            self.emit(["anchored", held.id], anchors=[held])
+            self.ack(held)
+        self.held = []
+        self.emit(["unanchored"])
+        try:
+            self.ack("\\ud800")
+        except Exception as exc:
+            self.log(type(exc).__name__)
+        self.fail(tup)
+
+B().run()
+'''))
+    try:
+        assert peer.read() == emit(["from initialize"])
+        peer.tuple("h", ["hold"])
+        peer.tuple("r", ["release"])
+        assert [peer.read() for _ in range(5)] == [
+            emit(["anchored", "h"], ["h"]), Ack("h"), emit(["unanchored"]), Log("EncodeError", 2),
+            Fail("r")]
+    finally:
+        peer.close()
+
+
+def test_spout_message_ids_of_every_json_type(tmp_path):
+    peer = start(script(tmp_path, '''
+IDS = ['q"uo\\\\te/é', 2**70, -3, 0, True, False, 1.5, {"k": [1]}, [], "12"]
+
+class S(Spout):
+    def next_tuple(self):
+        for msg_id in IDS:
+            self.emit(["v"], id=msg_id)
+        self.emit(("untracked",))
+
+    def ack(self, msg_id):
+        self.log(repr(msg_id))
+
+S().run()
+'''), context=make_context(componentid="spout", outputs={"default": ["w"]}, sources={}))
+    ids = ['q"uo\\te/é', 2**70, -3, 0, True, False, 1.5, {"k": [1]}, [], "12"]
+    try:
+        peer.command("next")
+        got = peer.read_until(Sync)
+        assert got == [emit(["v"], id=i) for i in ids] + [emit(["untracked"]), Sync()]
+        assert [type(m.id) for m in got[:len(ids)]] == [type(i) for i in ids]
+        assert written(peer)[-2] == {"command": "emit", "tuple": ["untracked"],
+                                     "need_task_ids": False}
+        assert written(peer)[1] == {"command": "emit", "tuple": ["v"], "id": 'q"uo\\te/é',
+                                    "need_task_ids": False}
+        peer.command("ack", 2**70)
+        peer.command("ack", "7")
+        assert [peer.read() for _ in range(4)] == [
+            Log(repr(2**70), 2), Sync(), Log("'7'", 2), Sync()]
+    finally:
+        peer.close()
+
+
+def test_spout_unencodable_emits_raise_encode_error(tmp_path):
+    peer = start(script(tmp_path, '''
+from multilang.client import EncodeError
+
+class S(Spout):
+    def next_tuple(self):
+        for values, msg_id in ((["\\ud800"], 1), (["ok"], "\\ud800"), ([object()], None),
+                               (["ok"], object())):
+            try:
+                self.emit(values, id=msg_id)
+            except EncodeError:
+                self.log("refused")
+        self.emit(["fine"], id=2)
+
+S().run()
+'''), context=make_context(componentid="spout", outputs={"default": ["w"]}, sources={}))
+    try:
+        peer.command("next")
+        assert peer.read_until(Sync) == [Log("refused", 2)] * 4 + [emit(["fine"], id=2), Sync()]
+    finally:
+        peer.close()

@@ -21,7 +21,7 @@ SINK = ["python", "-m", "components.parquet_sink"]
 def start_sink(out, rows: int = 3, **conf) -> ComponentPeer:
     peer = ComponentPeer(SINK)
     peer.handshake(conf={"parquet.sink.dir": str(out), "parquet.sink.rows": rows,
-                         "topology.shellbolt.max.pending": 100, **conf},
+                         "host.bolt.max.in.flight": 100, **conf},
                    context=make_context(componentid="sink", outputs={},
                                         sources={"count": {"default": ["word", "count"]}}))
     return peer

@@ -232,8 +232,60 @@ def test_max_spout_pending_caps_the_trees_in_flight(tmp_path):
     assert sup.snapshot()["components"]["spout"]["emitted"] == max(seen)
 
 
+PIPELINE_PROBE_SPOUT = r"""
+import json, os, select, sys, time
+buf = b""
+def messages():
+    global buf
+    while True:
+        while b"\nend\n" not in buf:
+            data = os.read(0, 65536)
+            if not data:
+                return
+            buf += data
+        msg, buf = buf.split(b"\nend\n", 1)
+        yield json.loads(msg)
+def send(obj):
+    os.write(1, (json.dumps(obj) + "\nend\n").encode())
+inbox = messages()
+hello = next(inbox)
+open(os.path.join(hello["pidDir"], str(os.getpid())), "w").close()
+send({"pid": os.getpid()})
+probe = open(sys.argv[1], "a", buffering=1)
+n = 0
+for msg in inbox:
+    if msg.get("command") == "next":
+        n += 1
+        if n <= 3:
+            send({"command": "emit", "tuple": [n], "id": n, "need_task_ids": False})
+        if n == 3:  # is the next `next` already here, before this one's sync?
+            time.sleep(0.3)
+            ahead = b'"next"' in buf or bool(select.select([0], [], [], 0)[0])
+            probe.write(f"ahead {ahead}\n")
+    send({"command": "sync"})
+"""
+
+
+@pytest.mark.parametrize("depth, ahead", [(None, True), (1, False)])
+def test_a_spout_gets_its_next_next_before_it_syncs(tmp_path, depth, ahead):
+    # host.spout.next.depth (default 8): `next`s are written ahead of the previous sync once the
+    # spout has emitted; 1 is Storm's lock-step exchange
+    config = {"host.shutdown.grace.secs": 0.5}
+    if depth is not None:
+        config["host.spout.next.depth"] = depth
+    b = TopologyBuilder("t", config=config)
+    b.spout("spout", ["python", "-c", PIPELINE_PROBE_SPOUT, str(tmp_path / "probe")],
+            outputs=["n"])
+    b.bolt("sink", ["python", "sink_bolt.py", str(tmp_path / "s")], outputs=[]).shuffle("spout")
+    sup = Supervisor(b.build(base_dir=COMPONENTS))
+    sup.run(1.5)
+    assert (tmp_path / "probe").read_text() == f"ahead {ahead}\n"
+    assert sup.snapshot()["topology"]["spout_tuples_acked"] == 3
+
+
 def test_slow_bolt_backpressure_keeps_queues_bounded(tmp_path):
     b = TopologyBuilder("t", config={"topology.shellbolt.max.pending": 10,
+                                     "host.bolt.max.in.flight": 10,
                                      "host.shutdown.grace.secs": 0.5})
     b.spout("spout", ["python", "ledger_spout.py"], outputs=["sentence"],
             config={"test.messages": 100000, "test.ledger": str(tmp_path / "ledger"),
@@ -254,7 +306,8 @@ def test_slow_bolt_backpressure_keeps_queues_bounded(tmp_path):
     sup.run(3.0)
     # no max.spout.pending: only the bounded bolt queues hold the spout back
     assert peaks["slow"] <= 10 + 10 + 7 * 50  # in flight + backlog limit + one read's worth
-    assert peaks["split"] <= 10 + 10 + 50
+    # ... + what the `next`s already written emit (host.spout.next.depth: 8 of 50 each)
+    assert peaks["split"] <= 10 + 10 + 8 * 50
     assert peaks["pending"] < 2000
 
 
