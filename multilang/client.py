@@ -16,9 +16,10 @@ The library owns the process: the handshake (pid file, pid reply), the read loop
 spout's `sync` after every command, and exit status 0 when the host closes stdin.
 
 I/O contract, chosen for throughput: stdin is read with `os.read` in 64 KiB chunks and decoded
-with `multilang.codec.HostDecoder`; every message decoded from one read is handled before
-anything is written; the frames produced meanwhile are collected in a list and written with one
-`os.write` (looping on partial writes) just before the next blocking read. No threads, no locks.
+with `multilang.codec.HostDecoder`; the frames produced while handling the messages of one read
+are collected in a list and written with one `os.write` (looping on partial writes) just before
+the next blocking read, and after every `FLUSH_EVERY` messages of a longer read (so that the host
+acks and routes the first ones while we work on the rest). No threads, no locks.
 
 While `run()` is active, `sys.stdout` is a writer that turns each printed line into a `log`
 message (level INFO), and file descriptor 1 is pointed at stderr, so neither a stray `print()`

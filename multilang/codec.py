@@ -416,7 +416,9 @@ class ComponentDecoder:
 
 
 def _loads_joined(body: bytes, count: int) -> list | None:
-    """`count` JSON texts separated by `\nend\n` -> their values, or None."""
+    """`count` JSON texts separated by END -> their values, or None (the caller then parses frame
+    by frame with `loads`, which also takes what ujson refuses). Not orjson, though it parses
+    these batches 2.5 times as fast: it reads integers beyond 64 bits as floats, silently."""
     if _ujson is None:
         return None
     try:

@@ -252,6 +252,20 @@ def test_bad_messages(payload, reason):
     assert err.decoded == [Sync(), Ack("1")]  # what came before it, to be handled first
 
 
+def test_a_batch_with_what_ujson_refuses_is_parsed_exactly():
+    # the batch parse fails on NaN and integers beyond 64 bits; the frame-by-frame retry takes
+    # them (as Storm's parser does), keeping the messages around them
+    big = 2**70
+    stream = (b'{"pid":1}\nend\n{"command":"emit","tuple":[1.5,"a/\xc3\xa9"],"need_task_ids":false}'
+              b'\nend\n{"command":"emit","tuple":[NaN,%d]}\nend\n{"command":"ack","id":"7"}'
+              b'\nend\n' % big)
+    messages = ComponentDecoder().feed(stream)
+    assert messages[:2] == [Pid(1), Emit([1.5, "a/é"], need_task_ids=False)]
+    nan, number = messages[2].values
+    assert nan != nan and number == big and type(number) is int
+    assert messages[3] == Ack("7")
+
+
 def test_pid_reply_in_the_same_read_as_a_bad_message_is_still_the_pid():
     # the batch parse gives up on the bad message; the frame-by-frame retry must still be
     # waiting for the pid, not treat it as a message without a command
