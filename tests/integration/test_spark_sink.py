@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 
 import pyarrow.parquet as pq
 import pytest
@@ -72,6 +73,11 @@ def test_a_failed_write_fails_the_tuples_and_the_sink_keeps_going(tmp_path):
     out = tmp_path / "out"
     peer = start_sink(out, rows=2)
     try:
+        # the sink makes the directory in `initialize`, after its pid reply: wait for it, so that
+        # it is not made again after we remove it
+        deadline = time.monotonic() + 30
+        while not out.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
         shutil.rmtree(out)  # the directory vanishes: the write fails
         peer.tuple("1", ["a", 1], comp="count")
         peer.tuple("2", ["b", 2], comp="count")
