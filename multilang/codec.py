@@ -339,7 +339,8 @@ class ComponentDecoder:
 
     def feed(self, data: bytes) -> list:
         framer = self.framer
-        buf = framer._buf + data if framer._buf else data
+        carried = framer.pending
+        buf = carried + data if carried else data
         cut = buf.rfind(END)
         if 0 <= cut <= framer.max_frame and len(buf) - cut <= framer.max_frame and \
                 b"\r" not in buf:
