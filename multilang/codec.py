@@ -339,22 +339,12 @@ class ComponentDecoder:
 
     def feed(self, data: bytes) -> list:
         framer = self.framer
-        carried = framer.pending
-        buf = carried + data if carried else data
-        cut = buf.rfind(END)
-        if 0 <= cut <= framer.max_frame and len(buf) - cut <= framer.max_frame and \
-                b"\r" not in buf:
-            # The usual stream, one-line frames and `\n` only: every complete frame parsed by one
-            # ujson call over the bytes with each `\nend\n` turned into a comma. Anything else
-            # (an empty message, a frame spread over lines with `end` inside, bad JSON) fails to
-            # parse or gives a different count, and takes the frame-by-frame path below.
-            body = buf[:cut]
-            values = _loads_joined(body, body.count(END) + 1)
-            if values is not None:
-                messages = self._messages(values)
-                if messages is not None:
-                    framer.carry(buf[cut + len(END):])
-                    return messages
+        parsed = _whole_frames(framer, data)
+        if parsed is not None:
+            messages = self._messages(parsed[0])
+            if messages is not None:
+                framer.carry(parsed[1])
+                return messages
         try:
             payloads = framer.feed(data)
         except ProtocolError as exc:
@@ -414,6 +404,26 @@ class ComponentDecoder:
                 self.awaiting_pid = False
             messages.append(msg)
         return messages
+
+
+def _whole_frames(framer: Framer, data: bytes) -> tuple[list, bytes] | None:
+    """Both decoders' fast path, for the usual stream of one-line frames and `\\n` only: the
+    values of every complete frame in the framer's bytes plus `data`, parsed by one call, and the
+    bytes after them; the framer is left as it is. None for anything else (a `\\r`, the frame
+    limit, an empty message, a frame spread over lines with `end` inside, bad JSON): the caller
+    then takes the frame-by-frame path, which says what is wrong."""
+    carried = framer.pending
+    # only when a frame ends in this read (perhaps across the boundary with what the framer
+    # holds): not while a long frame comes in over many reads, which this would copy each time
+    if END not in data and not (carried and END in carried[-4:] + data[:4]):
+        return None
+    buf = carried + data if carried else data
+    cut = buf.rfind(END)
+    if cut < 0 or cut > framer.max_frame or len(buf) - cut > framer.max_frame or b"\r" in buf:
+        return None
+    body = buf[:cut]
+    values = _loads_joined(body, body.count(END) + 1)
+    return None if values is None else (values, buf[cut + len(END):])
 
 
 def _loads_joined(body: bytes, count: int) -> list | None:
@@ -487,12 +497,11 @@ class HostDecoder:
         self._tuple_type = tuple_type
 
     def feed(self, data: bytes) -> list:
-        carried = self.framer.pending
-        # Worth a try when a frame ends in this read (perhaps on the boundary with what the
-        # framer holds); not while a frame of many reads comes in, which would copy it each time.
-        if not self._backlog and (END in data or carried and END in carried[-4:] + data[:4]):
-            messages = self._decode_whole_frames(carried + data if carried else data, carried)
+        if not self._backlog:  # else the messages kept after a bad one go first
+            parsed = _whole_frames(self.framer, data)
+            messages = None if parsed is None else self._messages(parsed[0])
             if messages is not None:
+                self.framer.carry(parsed[1])
                 return messages
         payloads, self._backlog = self._backlog, []
         if data:
@@ -503,22 +512,6 @@ class HostDecoder:
                 out = self._decode(payloads + exc.decoded)
                 raise ProtocolError(exc.reason, exc.raw, out) from None
         return self._decode(payloads)
-
-    def _decode_whole_frames(self, buf: bytes, carried: bytes) -> list | None:
-        """The usual read: one-line frames from our host, the last one perhaps cut short. The
-        messages of the complete ones, parsed in one go without cutting them into payloads
-        first; the framer then holds the rest. None, the framer untouched, for anything unusual
-        (a `\\r`, the frame limit, bad or empty messages): the general path deals with those."""
-        framer = self.framer
-        end = buf.rfind(END) + len(END)
-        if end > framer.max_frame or len(buf) - end > framer.max_frame or b"\r" in buf:
-            return None
-        body = buf[:end - len(END)]
-        values = _loads_joined(body, body.count(END) + 1)
-        messages = None if values is None else self._messages(values)
-        if messages is not None and (carried or end < len(buf)):
-            framer.carry(buf[end:])
-        return messages
 
     def _decode(self, payloads: list) -> list:
         if not payloads:

@@ -10,6 +10,7 @@ from typing import Any, Mapping
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from components.files import fsync_dir
 from multilang import DEBUG, WARN, Bolt, Tuple
 
 PREFIX = "parquet.sink."
@@ -56,14 +57,6 @@ def _schema_types(conf: Mapping, fields: list[str]) -> dict[str, pa.DataType]:
             raise SinkConfigError(f"{PREFIX}schema: unknown type {type_name!r} for {name!r} "
                                   f"(pyarrow names: string, int64, double, bool, ...)") from None
     return types
-
-
-def fsync_dir(directory: str) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class ParquetSink(Bolt):

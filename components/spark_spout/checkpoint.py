@@ -25,6 +25,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from components.files import write_atomically
+
 VERSION = 1
 FILE_NAME = "checkpoint.json"
 _NUMBERED = re.compile(r"^(?:part|batch)-(\d+)$")
@@ -132,30 +134,6 @@ def load(directory: str, source: str, fingerprint: str) -> Checkpoint:
             f"{fingerprint!r}): delete it to start over, or set spark.spout.checkpoint.dir to "
             f"another directory")
     return Checkpoint.from_json(doc)
-
-
-def write_atomically(path: str, data: bytes) -> None:
-    """temp file + fsync + rename + directory fsync; the file is 0600."""
-    directory = os.path.dirname(path) or "."
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    fsync_dir(directory)
-
-
-def fsync_dir(directory: str) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def save(directory: str, checkpoint: Checkpoint) -> None:

@@ -646,3 +646,45 @@ S().run()
         assert peer.read_until(Sync) == [Log("refused", 2)] * 4 + [emit(["fine"], id=2), Sync()]
     finally:
         peer.close()
+
+
+SLOW_COUNTING_BOLT = r"""
+import sys, time
+from multilang import BasicBolt
+
+class Slow(BasicBolt):
+    def initialize(self, conf, context):
+        self.log_file = open(sys.argv[1], "a", buffering=1)
+        time.sleep(0.5)  # the test writes every tuple meanwhile: they come in one read
+
+    def process(self, tup):
+        time.sleep(0.005)
+        self.log_file.write(tup.id + "\n")
+
+Slow().run()
+"""
+
+
+def test_a_long_read_is_answered_in_parts(tmp_path):
+    # with more than FLUSH_EVERY tuples in one read, the first acks are written while the rest
+    # are still being processed (the host acks and routes them meanwhile), not after the last
+    from multilang.client import FLUSH_EVERY
+    from multilang.codec import encode
+    from multilang.messages import TupleMessage
+
+    n = 300
+    assert n > 2 * FLUSH_EVERY
+    done = tmp_path / "processed"
+    peer = ComponentPeer(["python", "-c", SLOW_COUNTING_BOLT, str(done)])
+    try:
+        peer.handshake()
+        peer.send_raw(b"".join(encode(TupleMessage(str(i), "spout", "default", 1, [i]))
+                               for i in range(n)))
+        first = peer.read_until(Ack)[-1]
+        processed_then = len(done.read_text().split())
+        assert first == Ack("0")
+        assert processed_then < n  # without the partial flush it would be all of them
+        acks = [first] + [m for m in (peer.read() for _ in range(n - 1)) if isinstance(m, Ack)]
+        assert [a.id for a in acks] == [str(i) for i in range(n)]
+    finally:
+        assert peer.close() == 0

@@ -283,6 +283,24 @@ def test_a_spout_gets_its_next_next_before_it_syncs(tmp_path, depth, ahead):
     assert sup.snapshot()["topology"]["spout_tuples_acked"] == 3
 
 
+def test_run_quiets_the_garbage_collector_and_restores_it(tmp_path):
+    import gc
+
+    from host.supervisor import GC_THRESHOLD
+
+    before = gc.get_threshold()
+    seen = []
+    b = TopologyBuilder("t", config={"host.shutdown.grace.secs": 0.5})
+    b.spout("spout", ["python", "-c", PIPELINE_PROBE_SPOUT, str(tmp_path / "probe")],
+            outputs=["n"])
+    b.bolt("sink", ["python", "sink_bolt.py", str(tmp_path / "s")], outputs=[]).shuffle("spout")
+    sup = Supervisor(b.build(base_dir=COMPONENTS))
+    sup.on_report = lambda snap: seen.append((gc.get_threshold()[0], gc.get_freeze_count() > 0))
+    sup.run(1.0)
+    assert seen and set(seen) == {(GC_THRESHOLD, True)}
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+
+
 def test_slow_bolt_backpressure_keeps_queues_bounded(tmp_path):
     b = TopologyBuilder("t", config={"topology.shellbolt.max.pending": 10,
                                      "host.bolt.max.in.flight": 10,
