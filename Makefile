@@ -6,10 +6,10 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test tools clean bench soak
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py multilang/_speedups.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,spark]' --config-settings editable_mode=compat
+	$(PY) -m pip install --quiet -e '.[test,spark,fast]' --config-settings editable_mode=compat
 	touch $@
 
 # Node and jq come from the machine (the Node and bash components need them); Graphviz's `dot`
@@ -45,8 +45,8 @@ soak: $(STAMP) tools
 
 # Every benchmark (python -m benchmarks) in under 15 min; `make bench BENCH_ARGS=--quick` in under 2
 bench: $(STAMP) tools
-	$(PY) -m pip install --quiet -e '.[test,spark,bench]' --config-settings editable_mode=compat
+	$(PY) -m pip install --quiet -e '.[test,spark,fast,bench]' --config-settings editable_mode=compat
 	$(PY) -m benchmarks $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis build multilang/_speedups*.so

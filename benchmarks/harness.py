@@ -4,6 +4,7 @@ the machine description, the result file and the printed table."""
 from __future__ import annotations
 
 import datetime
+import importlib.util
 import json
 import os
 import platform
@@ -265,12 +266,19 @@ def machine() -> dict:
         "python_implementation": platform.python_implementation(),
         "ujson": _version("ujson"),
         "orjson": _version("orjson"),
+        # the host's optional speed-ups, as the benchmarks' processes load them
+        "c_decoder": _c_decoder_built(),
+        "pure_python": os.environ.get("MULTILANG_PURE_PYTHON", "") not in ("", "0"),
         "node": _first_line(["node", "--version"]),
         "bash": _first_line(["bash", "-c", "echo $BASH_VERSION"]),
         "jq": _first_line(["jq", "--version"]),
         "commit": commit + ("+uncommitted host/multilang changes" if dirty else "")
         if commit else None,
     }
+
+
+def _c_decoder_built() -> bool:
+    return importlib.util.find_spec("multilang._speedups") is not None
 
 
 # ---- running a topology -------------------------------------------------------------------------
@@ -284,7 +292,12 @@ def run_topology(ctx: Context, builder: str, params: dict, *, windows: int = 1,
                  stop_when_acked: int | None = None, companion: list[str] | None = None,
                  profile: str | None = None, max_secs: float | None = None) -> dict:
     """Run `benchmarks.runner` in a fresh process (one host per run: nothing carries over from
-    one run to the next) and return what it measured."""
+    one run to the next) and return what it measured. `params["pure_python"]`: the host and
+    its components without the optional speed-ups (MULTILANG_PURE_PYTHON=1)."""
+    env = None
+    if params.get("pure_python"):
+        params = {k: v for k, v in params.items() if k != "pure_python"}
+        env = {**os.environ, "MULTILANG_PURE_PYTHON": "1"}
     window = ctx.mode.measure_secs if window is None else window
     warmup = ctx.mode.warmup_secs if warmup is None else warmup
     if max_secs is None:
@@ -298,7 +311,7 @@ def run_topology(ctx: Context, builder: str, params: dict, *, windows: int = 1,
             json.dump(spec, fh)
         try:
             proc = subprocess.run([sys.executable, "-m", "benchmarks.runner", spec_path, out_path],
-                                  cwd=REPO, capture_output=True, text=True,
+                                  cwd=REPO, capture_output=True, text=True, env=env,
                                   timeout=max_secs + 30)
         except subprocess.TimeoutExpired as exc:
             raise RunFailed(f"{builder} {params}: no result after {exc.timeout:.0f}s") from None

@@ -67,6 +67,8 @@ def render(results: Path) -> str:
         ("... complete latency p50 / p99 (ms)",
          f"{_figure(wc, 'python, 100/next', 'latency_p50_ms')} / "
          f"{_figure(wc, 'python, 100/next', 'latency_p99_ms')}", ""),
+        ("... the same without the C decoder and orjson (MULTILANG_PURE_PYTHON=1)",
+         _figure(wc, "python, 100/next, pure Python", "sentences_per_s"), ""),
         ("word count, Python, 1/next (acked sentences/s)",
          _figure(wc, "python, 1/next", "sentences_per_s"), ">= 15,000"),
         ("word count, bash split (sentences/s)", _figure(wc, "bash split", "sentences_per_s"),
@@ -104,6 +106,7 @@ def render(results: Path) -> str:
     out = ["## Performance", "",
            f"Measured {any_result['date'][:10]} on {m['cpu_count']} x {m['cpu_model']} "
            f"(Python {m['python']}, ujson {m['ujson']}, orjson {m['orjson'] or '-'}, "
+           f"C decoder {'built' if m.get('c_decoder') else 'not built'}, "
            f"Node {m['node'] or '-'}; commit {m['commit'] or '-'}; load average at the start "
            f"{m.get('load_average_at_start') or '-'}) with "
            f"`{any_result['command']}` (mode: {any_result['mode']}). Medians over the runs, "

@@ -1,7 +1,8 @@
 """wordcount: sentences (Python) -> split -> count (Python), acked, max.spout.pending 1000.
 
-Variants: the Python split with the spout emitting up to 100 sentences per `next` and with 1 per
-`next`; the split bolt in bash and in Node; parallelism 2 for each bolt. The protocol ceiling
+Variants: the Python split with the spout emitting up to 100 sentences per `next` (also without
+the optional speed-ups, MULTILANG_PURE_PYTHON=1) and with 1 per `next`; the split bolt in bash and
+in Node; parallelism 2 for each bolt. The protocol ceiling
 (ujson) runs between them in every round, and each run's ratio is to the ceiling run just before
 it. Sentences have 4 words, so words/s is 4x sentences/s.
 """
@@ -20,6 +21,8 @@ COLUMNS = [("sentences_per_s", "sentences/s"), ("words_per_s", "words/s"),
            ("components_cpu_pct", "comp. CPU %"), ("ratio_to_ceiling", "x ceiling")]
 VARIANTS = {
     "python, 100/next": {"split": "python", "per_next": 100},
+    # without the C decoder and orjson (MULTILANG_PURE_PYTHON=1): what they are worth
+    "python, 100/next, pure Python": {"split": "python", "per_next": 100, "pure_python": True},
     "python, 1/next": {"split": "python", "per_next": 1},
     "bash split": {"split": "bash", "per_next": 100},
     "node split": {"split": "node", "per_next": 100},

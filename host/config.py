@@ -118,7 +118,7 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     # answered by `sync`, so that the spout works while the host handles what it emitted (fewer
     # when max.spout.pending would not leave room for what they emit); 1 with
     # host.spout.ack.batch 1 = Storm's strict one-command-at-a-time exchange
-    Key(SPOUT_NEXT_DEPTH, 8, _positive_int),
+    Key(SPOUT_NEXT_DEPTH, 32, _positive_int),
     # tuples written to a bolt task and not yet acked or failed. Storm bounds only the tuples
     # not yet written (topology.shellbolt.max.pending); written ones are bounded by the pipe and
     # the component. We bound them too, so that host memory stays bounded whatever a component

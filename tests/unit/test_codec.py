@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from multilang import codec
 from multilang.codec import (
     DEFAULT_MAX_FRAME,
     ComponentDecoder,
@@ -38,6 +39,17 @@ from multilang.messages import (
     TupleMessage,
     UnknownCommand,
 )
+
+
+@pytest.fixture(autouse=True, params=["speedups", "pure"])
+def implementation(request, monkeypatch):
+    """Every test here runs twice: with the optional speed-ups this environment has (the C
+    decoder, orjson) and with neither, as MULTILANG_PURE_PYTHON=1 runs; they must agree."""
+    if request.param == "pure":
+        monkeypatch.setattr(codec, "_c_component_messages", None)
+        monkeypatch.setattr(codec, "_orjson", None)
+    return request.param
+
 
 # ---- strategies ---------------------------------------------------------------------------------
 

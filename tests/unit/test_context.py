@@ -276,7 +276,7 @@ def test_defaults():
         "topology.enable.message.timeouts": True, "host.handshake.timeout.secs": 30,
         "host.restart.backoff.initial.secs": 0.5, "host.restart.backoff.max.secs": 30,
         "host.restart.max": 10, "host.restart.window.secs": 60, "host.shutdown.grace.secs": 5,
-        "host.spout.idle.max.sleep.ms": 100, "host.spout.ack.batch": 100, "host.spout.next.depth": 8, "host.bolt.max.in.flight": 1000,
+        "host.spout.idle.max.sleep.ms": 100, "host.spout.ack.batch": 100, "host.spout.next.depth": 32, "host.bolt.max.in.flight": 1000,
         "host.acker.latency.sample": 16,
         "host.max.frame.bytes": 16 * 1024 * 1024,
     }

@@ -1,0 +1,10 @@
+"""Only the optional C extension lives here; everything else is in pyproject.toml.
+
+multilang._speedups speeds up the host's message decoding. `optional=True`: where it cannot be
+compiled (no C compiler or Python headers), the install goes on and the host uses the pure Python
+version of the same code (multilang/codec.py), which behaves the same.
+"""
+
+from setuptools import Extension, setup
+
+setup(ext_modules=[Extension("multilang._speedups", ["multilang/_speedups.c"], optional=True)])

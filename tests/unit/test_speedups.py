@@ -1,0 +1,231 @@
+"""The optional speed-ups of the host's decoder against their pure Python reference versions:
+multilang/_speedups.c (parsed values -> typed messages) and orjson in `codec._parse_array`."""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+
+import pytest
+import ujson
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from multilang import codec
+from multilang.codec import ComponentDecoder, ProtocolError
+from multilang.messages import Ack, Emit, Pid
+
+pure = os.environ.get("MULTILANG_PURE_PYTHON", "") not in ("", "0")
+needs_c = pytest.mark.skipif(codec._c_component_messages is None,
+                             reason="multilang._speedups is not built")
+
+
+@pytest.mark.skipif(pure, reason="MULTILANG_PURE_PYTHON is set")
+def test_the_c_decoder_is_built_here():
+    # `make test` builds it (setup.py); a silent fallback would leave the data path 10-15 %
+    # slower and the C code untested
+    assert codec._c_component_messages is not None
+
+
+def both(values: list, awaiting_pid: bool = False):
+    """(result, awaiting_pid after) of the C and of the Python version, for the same values."""
+    out = []
+    for use_c in (True, False):
+        decoder = ComponentDecoder(awaiting_pid=awaiting_pid)
+        if use_c:
+            result = decoder._messages(values)
+        else:
+            result = decoder._messages_py(values)
+        out.append((result, decoder.awaiting_pid))
+    return out
+
+
+def same(values: list, awaiting_pid: bool = False):
+    (c, c_pid), (py, py_pid) = both(values, awaiting_pid)
+    assert c_pid == py_pid
+    if py is None:
+        assert c is None
+        return None
+    assert c is not None and len(c) == len(py)
+    for a, b in zip(c, py):
+        assert type(a) is type(b)
+        assert tuple(a) == tuple(b) or repr(a) == repr(b)  # NaN values compare by repr
+        if type(a) is Emit:  # the anchors list is kept as the very object, as in Python
+            assert type(a.anchors) is type(b.anchors)
+    return c
+
+
+WORD = {"command": "emit", "tuple": ["cow"], "anchors": ["12345678901234567890"],
+        "need_task_ids": False}
+
+
+@needs_c
+@pytest.mark.parametrize("values", [
+    [WORD, {"command": "ack", "id": "12345678901234567890"}],
+    [{"command": "emit", "tuple": []}],  # every default
+    [{"command": "emit", "tuple": [1], "stream": None, "anchors": None, "task": None,
+      "need_task_ids": None, "id": None}],
+    [{"command": "emit", "tuple": [1], "stream": "s", "anchors": "7", "task": 3,
+      "need_task_ids": True, "id": {"k": [1]}}],
+    [{"command": "emit", "tuple": [1], "task": 0}],  # Storm: task 0 is not a direct emit
+    [{"command": "emit", "tuple": [1], "task": 2**70}],
+    [{"command": "emit", "tuple": [1], "anchors": []}],
+    [{"command": "ack", "id": 5}, {"command": "ack", "id": None}, {"command": "ack"}],
+    [{"command": "sync"}, {"command": "log", "msg": "hi", "level": 3}, {"command": "fail",
+                                                                          "id": "1"}],
+    [{"command": "metrics", "name": "m", "params": 1}, {"command": "nope", "x": 1}],
+    # malformed emits: the whole batch is given up (None), like the Python version
+    [WORD, {"command": "emit"}],
+    [{"command": "emit", "tuple": "cow"}],
+    [{"command": "emit", "tuple": ("cow",)}],
+    [{"command": "emit", "tuple": [1], "stream": 5}],
+    [{"command": "emit", "tuple": [1], "anchors": [1]}],
+    [{"command": "emit", "tuple": [1], "anchors": ["1", None]}],
+    [{"command": "emit", "tuple": [1], "anchors": {"a": 1}}],
+    [{"command": "emit", "tuple": [1], "task": True}],
+    [{"command": "emit", "tuple": [1], "task": 1.0}],
+    [{"command": "emit", "tuple": [1], "need_task_ids": 1}],
+    # not messages at all: the Python callback raises, the batch is given up
+    [WORD, [1, 2]],
+    [WORD, "text"],
+    [{"command": 7}],
+    [{"no": "command"}],
+    [{"command": "metrics"}],
+    [],
+])
+def test_fixed_cases_decode_as_the_python_version(values):
+    same(values)
+
+
+@needs_c
+def test_the_pid_reply_is_handled_by_the_callback_and_remembered():
+    result = same([{"command": "log", "msg": "early"}, {"pid": 42}, WORD], awaiting_pid=True)
+    assert type(result[1]) is Pid
+    (_, c_pid), _ = both([{"pid": 42}], awaiting_pid=True)
+    assert c_pid is False
+    # a later bad value gives the batch up, and the decoder still awaits its pid (the caller
+    # retries frame by frame)
+    (c, c_pid), _ = both([{"pid": 42}, {"command": "emit"}], awaiting_pid=True)
+    assert c is None and c_pid is True
+
+
+@needs_c
+def test_exceptions_other_than_protocol_errors_propagate():
+    def boom(value):
+        raise KeyError("boom")
+
+    with pytest.raises(KeyError):
+        codec._c_component_messages([WORD, {"command": "sync"}], Emit, Ack, boom)
+    with pytest.raises(TypeError):
+        codec._c_component_messages((WORD,), Emit, Ack, boom)
+    with pytest.raises(TypeError):
+        codec._c_component_messages([WORD], dict, Ack, boom)
+
+
+@needs_c
+def test_no_reference_is_leaked_or_lost():
+    values = [dict(WORD, tuple=["a fresh value object"]), {"command": "ack", "id": "x" * 30},
+              {"command": "emit", "tuple": [1], "anchors": "single"}, {"command": "sync"}]
+    watched = [values[0]["tuple"], values[0]["anchors"], values[1]["id"], values[2]["anchors"]]
+    before = [sys.getrefcount(w) for w in watched]
+    for _ in range(1000):
+        result = ComponentDecoder(awaiting_pid=False)._messages(values)
+        assert result is not None
+        del result
+        assert ComponentDecoder(awaiting_pid=False)._messages(values + [{"command": "emit"}]) \
+            is None
+    assert [sys.getrefcount(w) for w in watched] == before
+
+
+# random message-like values: every key of an emit, with right and wrong types
+loose = st.none() | st.booleans() | st.integers(-3, 3) | st.integers(2**63, 2**70) \
+    | st.floats(allow_nan=True) | st.text(max_size=4) \
+    | st.lists(st.text(max_size=3) | st.integers(0, 2), max_size=3)
+fields = st.fixed_dictionaries({}, optional={
+    "command": st.sampled_from(["emit", "ack", "sync", "fail", "log", "metrics", "bogus"]) | loose,
+    "tuple": loose, "stream": loose, "anchors": loose, "task": loose, "need_task_ids": loose,
+    "id": loose, "msg": loose, "level": loose, "name": loose, "params": loose, "pid": loose})
+emit_like = st.fixed_dictionaries(
+    {"command": st.just("emit"), "tuple": st.lists(st.text(max_size=3), max_size=2)},
+    optional={"stream": st.none() | st.text(max_size=3), "anchors": st.none() | st.text(max_size=3)
+              | st.lists(st.text(max_size=3), max_size=2),
+              "task": st.none() | st.integers(-2, 2), "need_task_ids": st.none() | st.booleans(),
+              "id": loose})
+values_strategy = st.lists(fields | emit_like | loose, max_size=6)
+
+
+@needs_c
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(values=values_strategy, awaiting_pid=st.booleans())
+def test_random_values_decode_as_the_python_version(values, awaiting_pid):
+    same(values, awaiting_pid)
+
+
+# ---- orjson in _parse_array ---------------------------------------------------------------------
+
+needs_orjson = pytest.mark.skipif(codec._orjson is None, reason="orjson is not installed")
+
+
+def ujson_or_error(text: bytes):
+    try:
+        return ujson.loads(text)
+    except (ValueError, OverflowError) as exc:
+        return type(exc)
+
+
+def parse_or_error(text: bytes):
+    try:
+        return codec._parse_array(text)
+    except (ValueError, OverflowError) as exc:
+        return type(exc)
+
+
+def identical(a, b) -> bool:
+    """Equal values of equal types, NaN equal to NaN (so 1 and 1.0 differ, as they would on the
+    wire when the host writes them back)."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is float:
+        return a == b or (math.isnan(a) and math.isnan(b))
+    if type(a) is list:
+        return len(a) == len(b) and all(map(identical, a, b))
+    if type(a) is dict:
+        return a.keys() == b.keys() and all(identical(a[k], b[k]) for k in a)
+    return a == b
+
+
+@needs_orjson
+@pytest.mark.parametrize("text", [
+    b"[99999999999999999999]", b"[-9999999999999999999]", b"[18446744073709551615]",
+    b"[-9223372036854775808]", b"[1,\t12345678901234567890123]", b'["12345678901234567890"]',
+    b'[{"id":"12345678901234567890","n":12345678901234567890}]', b"[NaN]", b"[1e400]",
+    b'["\\ud800"]', b'[1.0, -0, 1E5, 0.1]', b'["a\\u0000b"]', b'[{"a":1,"a":2}]', b"[1,]",
+    b'["\xff"]',
+])
+def test_parse_array_reads_what_ujson_reads(text):
+    assert identical(parse_or_error(text), ujson_or_error(text))
+
+
+json_texts = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**80), 2**80) | st.floats() | st.text(max_size=6)
+    | st.integers(-(2**80), 2**80).map(str),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner,
+                                                                max_size=3),
+    max_leaves=10,
+).map(lambda v: ("[" + ujson.dumps(v, reject_bytes=False) + "]").encode()
+      if not isinstance(v, float) or math.isfinite(v) else b"[NaN]")
+
+
+@needs_orjson
+@settings(max_examples=1000, deadline=None)
+@given(text=json_texts)
+def test_random_arrays_parse_as_ujson_parses_them(text):
+    assert identical(parse_or_error(text), ujson_or_error(text))
+
+
+def test_a_batch_with_a_huge_integer_keeps_it_exact():
+    big = 2**64 + 1
+    stream = b'{"command":"emit","tuple":[%d, "12345678901234567890123"]}\nend\n' % big
+    [message] = ComponentDecoder(awaiting_pid=False).feed(stream)
+    assert message.values == [big, "12345678901234567890123"] and type(message.values[0]) is int
