@@ -134,6 +134,7 @@ class SparkSpout(Spout):
             if state.done >= state.rows:
                 state.complete = True
                 self._segment_complete(state)
+                self._maybe_finish()
         self.dirty = True
         self.acks_since_check += 1
         if self.acks_since_check >= 256:  # the clock is read once per 256 acks, not per ack
@@ -149,6 +150,7 @@ class SparkSpout(Spout):
         self.attempts[row_id] = attempts
         if attempts > self.cfg.retries:
             self._dead_letter(row_id, values, attempts)
+            self._maybe_finish()
         else:
             self.replay.append(row_id)
         self._maybe_save()
@@ -254,6 +256,11 @@ class SparkSpout(Spout):
             self.log(message, level)
 
     def _maybe_finish(self) -> None:
+        """Marks the checkpoint finished once the source has ended and every row is done. Called
+        after the last row's ack too, not only from next_tuple, so that a stop right after it still
+        finds the checkpoint finished."""
+        if not self.source_ended and self.pos >= len(self.rows) and not self.handoff.items.empty():
+            self._next_chunk()  # takes the End queued behind the last chunk (or the next chunk)
         if (self.source_ended and not self.open and not self.inflight and not self.replay
                 and self.pos >= len(self.rows) and self.handoff.items.empty()):
             if not self.checkpoint.finished:

@@ -24,7 +24,7 @@ import pytest
 
 from components.spark_spout.checkpoint import Checkpoint
 from host.topology import TopologyBuilder
-from multilang.messages import Error, Sync
+from multilang.messages import Emit, Error, Sync
 from tests.integration.components.spark.support import (
     HERE,
     SPARK_TEST_CONF,
@@ -264,6 +264,33 @@ def test_directory_source_waits_for_success_and_reads_new_directories_in_order(t
     by_id = {v[0]: v[1] for _, _, v in run.emits}
     assert by_id[0] == "json 0" and by_id[5] == "csv, 5"
     assert [i[0] for i in run.ids()] == ["run-001/part-00000"] * 5 + ["run-002/part-00000"] * 4
+
+
+def test_the_checkpoint_is_finished_by_the_last_ack_without_another_next(tmp_path, data):
+    """The host may stop the spout right after the last ack, with no `next` in between: the
+    checkpoint must say finished all the same. With max.spout.pending = N, the `next` that emits
+    the last row has no budget left to take the source's End, so only the ack can see it."""
+    conf = {**SPARK_TEST_CONF, **data["dataframe"]["conf"], "spark.spout.source": "dataframe",
+            "topology.max.spout.pending": N}
+    peer = _start_spout(tmp_path, conf, {"default": ["id", "text"]})
+    peer.command("activate")
+    peer.read_until(Sync)
+    ids: list = []
+    deadline = time.monotonic() + SPARK_START_SECS
+    while len(ids) < N:
+        assert time.monotonic() < deadline, f"only {len(ids)} of {N} rows emitted"
+        peer.command("next")
+        ids += [m.id for m in peer.read_until(Sync, timeout=60) if isinstance(m, Emit)]
+        if len(ids) < N:
+            time.sleep(0.02)
+    assert len(ids) == N
+    for msg_id in ids:
+        peer.command("ack", id=msg_id)
+    for _ in ids:
+        peer.read_until(Sync)
+    assert peer.close() == 0
+    ck = checkpoint_of(tmp_path)
+    assert (ck.acked, ck.finished, ck.segments) == (N, True, {})
 
 
 # ---- errors at start ----------------------------------------------------------------------------
