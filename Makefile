@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test tools clean bench soak
 
-$(STAMP): pyproject.toml setup.py multilang/_speedups.c
+$(STAMP): pyproject.toml setup.py multilang/_speedups.c | tools
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test,spark,fast]' --config-settings editable_mode=compat
@@ -14,9 +14,12 @@ $(STAMP): pyproject.toml setup.py multilang/_speedups.c
 
 # Node and jq come from the machine (the Node and bash components need them); Graphviz's `dot`
 # renders `python -m host graph --format svg|png`; Chromium and its driver run the web UI's
-# end-to-end test (tests/e2e/test_web_ui.py).
+# end-to-end test (tests/e2e/test_web_ui.py); gcc and the Python headers build the optional C
+# decoder (setup.py), so they come before the install.
 tools:
 	@missing=""; \
+	command -v gcc >/dev/null 2>&1 || missing="$$missing gcc"; \
+	$(PYTHON) -c "import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h')))" || missing="$$missing python3-dev"; \
 	command -v node >/dev/null 2>&1 || missing="$$missing nodejs"; \
 	command -v jq >/dev/null 2>&1 || missing="$$missing jq"; \
 	command -v dot >/dev/null 2>&1 || missing="$$missing graphviz"; \

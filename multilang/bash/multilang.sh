@@ -60,7 +60,7 @@
 #   log MSG [LEVEL]                    LEVEL 0..4 or trace|debug|info|warn|error (default info)
 #   error MSG                          reported by the host as a component error
 #   metrics NAME [PARAMS_JSON]         a metric update (PARAMS_JSON default null)
-#   multilang_flush                    write what is buffered now (normally done before each read)
+#   multilang_flush                    write what is buffered now (normally done before a read blocks)
 #
 # VARIABLES
 #   after the handshake: MULTILANG_CONF_JSON, MULTILANG_CONTEXT_JSON (JSON text),
@@ -75,8 +75,11 @@
 # RULES OF THE HOUSE
 # * stdout belongs to the protocol: after sourcing, fd 1 is the component's stderr (so `echo`
 #   lands in the host's log) and fd 0 is /dev/null. Use `log` for messages meant for the host.
-# * Messages are buffered and written with one printf before the library blocks on a read
-#   (call multilang_flush to send logs early from a long-running function).
+# * Messages are buffered and written when the library is about to block on a read: when no
+#   host message is ready, or after 100 messages handled in a row, so a burst of tuples is
+#   answered in a few writes and a lone tuple at once. Acks of earlier tuples of a burst may
+#   therefore wait for the user function of a later one (call multilang_flush to send output
+#   early from a long-running function).
 # * Parsing uses one long-lived jq co-process (no process per tuple) reading stdin. It is killed
 #   when the script exits; if you replace the EXIT trap, call multilang_cleanup from yours.
 #   Background processes you start inherit the protocol pipe: one that outlives the script
@@ -111,6 +114,8 @@ _ML_BSN='\n'
 _ML_BST='\t'
 _ML_BSR='\r'
 _ML_BUF=''          # messages produced since the last write
+_ML_FLUSH_EVERY=100  # messages handled at most between two writes while jq has more ready
+_ML_TURNS=0         # messages handled since the last write
 _ML_SUFFIX=$_ML_NO_ANCHOR  # what `emit` appends: anchors (in a bolt tuple) and need_task_ids
 _ML_ANCHOR=''       # JSON text of the current tuple's id, '' outside a tuple
 _ML_DONE=0          # the current tuple was acked or failed by the user
@@ -180,10 +185,23 @@ foreach inputs as $line ({};
 # ---- output -------------------------------------------------------------------------------------
 
 multilang_flush() {
-    if [[ -n $_ML_BUF ]]; then
-        printf '%s' "$_ML_BUF" >&"$_ML_OUT"
-        _ML_BUF=''
+    _ml_write
+}
+
+# Writes _ML_BUF (if any) and empties it. Bash's stdout is line-buffered by stdio (a 4 KiB buffer
+# on a pipe): one printf of more than a buffer would send its last part as one write per line.
+# So a long buffer goes out as a whole number of 4 KiB blocks, then the rest: at most three
+# writes.
+_ml_write() {
+    _ML_TURNS=0
+    if (( ${#_ML_BUF} <= 1024 )); then  # at most 4 KiB in any locale
+        [[ -z $_ML_BUF ]] || printf '%s' "$_ML_BUF" >&"$_ML_OUT"
+    else
+        local LC_ALL=C  # lengths and offsets in bytes
+        local n=$(( ${#_ML_BUF} / 4096 * 4096 ))
+        { printf '%s' "${_ML_BUF:0:n}"; printf '%s' "${_ML_BUF:n}"; } >&"$_ML_OUT"
     fi
+    _ML_BUF=''
 }
 
 # $1 -> _ML_J, a JSON string literal. Pure bash, and plain strings take one pattern test.
@@ -244,11 +262,18 @@ emit() {
 }
 
 emit_each() {
-    local s
-    for s; do
-        case $s in *[\"\\[:cntrl:]]*) _ml_escape ;; esac
-        _ML_BUF+="{\"command\":\"emit\",\"tuple\":[\"$s\"]$_ML_SUFFIX}$_ML_END"
-    done
+    case "$*" in
+        *[\"\\[:cntrl:]]*)
+            local s
+            for s; do
+                case $s in *[\"\\[:cntrl:]]*) _ml_escape ;; esac
+                _ML_BUF+="{\"command\":\"emit\",\"tuple\":[\"$s\"]$_ML_SUFFIX}$_ML_END"
+            done ;;
+        *)  # nothing to escape: every message at once, by substitution on all the arguments
+            local IFS=''
+            set -- "${@/#/"{\"command\":\"emit\",\"tuple\":[\""}"
+            _ML_BUF+="${*/%/"\"]$_ML_SUFFIX}$_ML_END"}" ;;
+    esac
 }
 
 emit_id() {
@@ -417,15 +442,15 @@ _ml_read_jq() {
     IFS= read -r -N "$((10#$len))" -u "$_ML_FROM_JQ" _ML_MSG || return 1
 }
 
-# The main loop of both runners: write what is buffered, take the next message (stashed ones
-# first) and run its handler. Returns at the end of input.
+# The main loop of both runners: take the next message (stashed ones first) and run its handler.
+# What the handlers buffered is written before the next blocking read, i.e. when jq has nothing
+# ready (`read -t 0` asks without reading), and after _ML_FLUSH_EVERY messages at the latest, so
+# that the host acks and routes the first tuples of a long burst while we work on the rest. The
+# loop never expands _ML_BUF: bash copies a value char by char at every expansion, which would
+# cost per byte buffered at every turn. Returns at the end of input.
 _ml_loop() {
     local _ml_len
     while true; do
-        if [[ -n $_ML_BUF ]]; then
-            printf '%s' "$_ML_BUF" >&"$_ML_OUT"
-            _ML_BUF=''
-        fi
         if (( _ML_STASH_HEAD < ${#_ML_STASH[@]} )); then
             _ML_MSG=${_ML_STASH[_ML_STASH_HEAD]}
             _ML_STASH_HEAD=$((_ML_STASH_HEAD + 1))
@@ -434,6 +459,9 @@ _ml_loop() {
                 _ML_STASH_HEAD=0
             fi
         else
+            # write unless both hold: below the cap, and jq has more ready
+            # shellcheck disable=SC2015
+            (( ++_ML_TURNS < _ML_FLUSH_EVERY )) && read -t 0 -u "$_ML_FROM_JQ" || _ml_write
             IFS= read -r -N 10 -u "$_ML_FROM_JQ" _ml_len || return 0
             IFS= read -r -N "$((10#$_ml_len))" -u "$_ML_FROM_JQ" _ML_MSG || return 0
         fi
@@ -445,23 +473,23 @@ _ml_loop() {
 
 # A bolt tuple: $1 id, $2 id as JSON, $3 source component, $4 stream, $5 source task, $6.. values.
 _ml_T() {
-    if [[ $_ML_ROLE != bolt ]]; then
-        _ml_unexpected "a tuple on stream '$4'"
-        return 0
-    fi
+    [[ $_ML_ROLE == bolt ]] || { _ml_unexpected "a tuple on stream '$4'"; return 0; }
     # One command per group of assignments: bash pays per command, and this runs per tuple.
     MULTILANG_TUPLE_ID=$1 _ML_ANCHOR=$2 MULTILANG_TUPLE_COMPONENT=$3 MULTILANG_TUPLE_STREAM=$4 \
         MULTILANG_TUPLE_TASK=$5 _ML_SUFFIX=",\"anchors\":[$2],\"need_task_ids\":false" _ML_DONE=0
     shift 5
-    local _ml_rc=0
-    "$_ML_FN" "$@" || _ml_rc=$?
-    if (( _ml_rc )); then
-        _ml_error "$_ML_FN returned status $_ml_rc for tuple $MULTILANG_TUPLE_ID"
-        (( _ML_DONE )) || _ML_BUF+="{\"command\":\"fail\",\"id\":$_ML_ANCHOR}$_ML_END"
-    elif (( ! _ML_DONE && ! _ML_MANUAL )); then
-        _ML_BUF+="{\"command\":\"ack\",\"id\":$_ML_ANCHOR}$_ML_END"
+    if "$_ML_FN" "$@"; then
+        (( _ML_DONE | _ML_MANUAL )) || _ML_BUF+="{\"command\":\"ack\",\"id\":$_ML_ANCHOR}$_ML_END"
+    else
+        _ml_T_failed $?
     fi
     _ML_ANCHOR='' _ML_SUFFIX=$_ML_NO_ANCHOR
+}
+
+# The rare path of _ml_T, apart: bash copies a function's body at every call.
+_ml_T_failed() {
+    _ml_error "$_ML_FN returned status $1 for tuple $MULTILANG_TUPLE_ID"
+    (( _ML_DONE )) || _ML_BUF+="{\"command\":\"fail\",\"id\":$_ML_ANCHOR}$_ML_END"
 }
 
 _ml_H() {
@@ -678,10 +706,8 @@ _ml_eof() {
 }
 
 multilang_cleanup() {
-    if [[ -n $_ML_BUF ]]; then
-        { printf '%s' "$_ML_BUF" >&"$_ML_OUT"; } 2>/dev/null
-        _ML_BUF=''
-    fi
+    { _ml_write; } 2>/dev/null
+    _ML_BUF=''
     if [[ -n $_ML_JQPID ]]; then
         kill "$_ML_JQPID" 2>/dev/null
         _ML_JQPID=''

@@ -316,6 +316,73 @@ def test_all_messages_of_one_tuple_come_in_one_write(peers):
     assert len(peer.inbox) == 41 and peer.inbox[-1] == Ack("1")
 
 
+def syscalls_written(pid: int) -> int:
+    """How many write system calls the process has made so far."""
+    with open(f"/proc/{pid}/io") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("syscw:"))
+
+
+BURST_BOLT = """#!/usr/bin/env bash
+source "$MULTILANG_SH"
+act() {
+    case $1 in
+        sleep) sleep "$2" ;;
+        *) emit "$1" ;;
+    esac
+}
+run_bolt act
+"""
+
+
+def test_a_burst_is_answered_in_few_writes_and_a_lone_tuple_at_once(peers, tmp_path):
+    script = tmp_path / "burst_bolt.sh"
+    script.write_text(BURST_BOLT)
+    peer = peers(str(script))
+    peer.handshake(context=make_context(taskid=3, componentid="bolt"))
+    before = syscalls_written(peer.proc.pid)
+    # While the bolt sleeps on the first tuple, jq gets the whole burst ready.
+    peer.tuple("0", ["sleep", "0.5"])
+    for i in range(1, 251):
+        peer.tuple(str(i), [f"w{i}"])
+    assert peer.read() == Ack("0")
+    for i in range(1, 251):
+        assert emits_then_ack(peer, str(i))[0].values == [f"w{i}"]
+    writes = syscalls_written(peer.proc.pid) - before
+    # Not one write per tuple; but not one for the whole burst either: at most 100 tuples are
+    # answered per write, so that the host gets acks while the bolt works on the rest.
+    assert 3 <= writes <= 25, writes
+    # A tuple that comes alone is answered at once: nothing waits for more input.
+    started = time.monotonic()
+    peer.tuple("lone", ["alone"])
+    assert emits_then_ack(peer, "lone")[0].values == ["alone"]
+    assert time.monotonic() - started < 2
+    assert peer.close() == 0
+
+
+def test_output_beyond_the_stdio_buffer_goes_out_in_few_writes(peers):
+    # stdio would write what follows the first 4 KiB of one printf line by line.
+    peer = bolt(peers)
+    words = [f"word{i:03d}" + "x" * 100 for i in range(100)]  # about 17 KB of emits
+    before = syscalls_written(peer.proc.pid)
+    peer.tuple("1", ["each", *words])
+    assert [e.values for e in emits_then_ack(peer, "1")] == [[w] for w in words]
+    assert syscalls_written(peer.proc.pid) - before <= 3
+
+
+@pytest.mark.parametrize("locale", ["C.UTF-8", "C"])
+def test_emit_each_with_nothing_to_escape(peers, locale):
+    # Strings without quotes, backslashes or control characters take emit_each's batch path.
+    words = ["&", "a&b", "%s %d %%", "$HOME `id` $(id) ${x}", "unicode: é ü 中文 😀 \u00a0",
+             "*", "-n", "--", "", "  spaced  ", "[1,2]", "it's", "end", "x" * 5000]
+    peer = bolt(peers, env={**os.environ, "LC_ALL": locale})
+    peer.tuple("7", ["each", *words])
+    emits = emits_then_ack(peer, "7")
+    assert [e.values for e in emits] == [[w] for w in words]
+    assert all(list(e.anchors) == ["7"] and not e.need_task_ids for e in emits)
+    peer.tuple("8", ["each"])
+    assert peer.read() == Ack("8")
+
+
 def test_multi_line_host_json_is_accepted(peers):
     peer = bolt(peers)
     peer.send_raw(b'\n{"id": "1", "comp": "spout",\n "stream": "default", "task": 1,\n'
