@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     plots_dir = BENCH_DIR / "plots" if mode.name == "full" and args.results_dir is None \
         else results_dir
     ctx = Context(mode, results_dir, plots_dir,
-                  "python -m benchmarks " + shlex.join(argv), machine())
+                  ("python -m benchmarks " + shlex.join(argv)).rstrip(), machine())
     m = ctx.machine
     print(f"# {ctx.command}\n# {m['cpu_count']} x {m['cpu_model']}, Python {m['python']}, "
           f"ujson {m['ujson']}, orjson {m['orjson'] or '-'}, node {m['node'] or '-'}, "

@@ -43,7 +43,7 @@ MODES = {
     "full": Mode("full", runs=5, ceiling_secs=2.0, warmup_secs=1.5, measure_secs=4.0,
                  idle_windows=6, idle_window_secs=5.0, acker_sizes=(100_000, 1_000_000),
                  acker_ops_secs=2.0, scaling_runs=3, rdd_records=200_000),
-    "quick": Mode("quick", runs=3, ceiling_secs=0.5, warmup_secs=0.4, measure_secs=1.0,
+    "quick": Mode("quick", runs=3, ceiling_secs=0.5, warmup_secs=0.3, measure_secs=0.6,
                   idle_windows=5, idle_window_secs=1.0, acker_sizes=(100_000, 1_000_000),
                   acker_ops_secs=0.5, scaling_runs=1, rdd_records=20_000),
     "smoke": Mode("smoke", runs=1, ceiling_secs=0.2, warmup_secs=0.2, measure_secs=0.3,

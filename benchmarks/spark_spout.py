@@ -36,7 +36,7 @@ COLUMNS = [("emit_rate", "sentences/s"), ("first_tuple_s", "start to first tuple
            ("spout_cpu_us_per_row", "spout CPU us/row")]
 PLAIN, COLD, WARM = ("plain Python spout (baseline)", "Spark spout, cold (JVM + staging)",
                      "Spark spout, warm (staged)")
-ROWS = {"full": 200_000, "quick": 50_000, "smoke": 2_000}
+ROWS = {"full": 200_000, "quick": 20_000, "smoke": 2_000}
 SPARK_CONF = {"spark.master": "local[2]", "spark.ui.enabled": "false",
               "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"}
 
