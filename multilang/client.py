@@ -18,8 +18,10 @@ spout's `sync` after every command, and exit status 0 when the host closes stdin
 I/O contract, chosen for throughput: stdin is read with `os.read` in 64 KiB chunks and decoded
 with `multilang.codec.HostDecoder`; the frames produced while handling the messages of one read
 are collected in a list and written with one `os.write` (looping on partial writes) just before
-the next blocking read, and after every `FLUSH_EVERY` messages of a longer read (so that the host
-acks and routes the first ones while we work on the rest). No threads, no locks.
+the next blocking read, and within a longer read after every `FLUSH_EVERY` messages and whenever
+`FLUSH_SECS` have passed since the last write: the host acks and routes the first ones while we
+work on the rest, and a slow component with a long queue never goes silent for longer than that
+plus one message (the host takes silence while it owes answers for a hang). No threads, no locks.
 
 While `run()` is active, `sys.stdout` is a writer that turns each printed line into a `log`
 message (level INFO), and file descriptor 1 is pointed at stderr, so neither a stray `print()`
@@ -36,6 +38,7 @@ from __future__ import annotations
 import io
 import os
 import sys
+import time
 from collections import deque
 from typing import Any, Iterable, NoReturn
 
@@ -61,6 +64,7 @@ __all__ = ["Bolt", "BasicBolt", "Spout", "Tuple", "TRACE", "DEBUG", "INFO", "WAR
 
 READ_SIZE = 64 * 1024  # the Linux pipe capacity: one read drains a full pipe
 FLUSH_EVERY = 100  # input messages handled between writes when a read brings more
+FLUSH_SECS = 0.05  # ... and the longest we keep output back while handling them
 _SYNC_FRAME = frame(dumps({"command": "sync"}))
 # The data path's frames are put together from these constant parts and the JSON of the values
 # and ids: a dict and a dumps call per frame cost more than the rest of the emit. The keys and
@@ -275,23 +279,27 @@ class _Component:
         pending = self._pending
         handle = self._handle
         read = self._read_messages
+        flush = self._flush
+        clock = time.monotonic
+        every, secs = FLUSH_EVERY, FLUSH_SECS
         while True:
-            while pending:
-                handle(pending.popleft())
             # What a handler reads while waiting for task ids goes to `pending`, behind the rest
             # of this batch, so the batch need not pass through the queue.
-            batch = read()
-            if len(batch) <= FLUSH_EVERY:
-                for msg in batch:
-                    handle(msg)
-                continue
-            # A long batch is answered in parts: the host acks and routes the first part's
-            # output while we work on the rest, instead of both taking turns at being idle.
-            for start in range(0, len(batch), FLUSH_EVERY):
-                if start:
-                    self._flush()
-                for msg in batch[start:start + FLUSH_EVERY]:
-                    handle(msg)
+            if pending:
+                batch = list(pending)
+                pending.clear()
+            else:
+                batch = read()  # writes what is buffered first
+            # A long or slow batch is answered in parts (see the module's I/O contract).
+            count = 0
+            due = clock() + secs
+            for msg in batch:
+                handle(msg)
+                count += 1
+                if count == every or clock() >= due:
+                    flush()
+                    count = 0
+                    due = clock() + secs
 
     def _handle(self, msg: Any) -> None:
         raise NotImplementedError

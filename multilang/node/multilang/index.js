@@ -27,6 +27,11 @@ const HEARTBEAT = '__heartbeat';
 const TICK = '__tick';
 const SYSTEM_TASK = -1;
 const EXIT_GRACE_MS = 2000; // longest wait for stdout to drain before exiting anyway
+// Longest run of host messages handled in one event-loop turn. Output is written between turns,
+// and a promise's ack only settles between them, so a slow synchronous hook with a long queue
+// would otherwise keep everything back for the whole read (and the host takes silence while it
+// owes answers for a hang). The rest of the read waits in the stash for the next turn.
+const TURN_MS = 50;
 const INTERNAL = ['conf', 'context', '_ml', '_pending', '_answer']; // instance fields we set
 
 /** Log levels of the `log` command (spec §7). */
@@ -85,6 +90,8 @@ class Connection {
     this.flush = this.flush.bind(this);
     this.waiters = []; // resolve functions of emits waiting for task ids, in emit order
     this.stash = []; // host messages held back while waiting, in arrival order
+    this.unread = []; // host messages read but left for the next turn (TURN_MS), in arrival order
+    this.resume = this.resume.bind(this);
     this.hold = false; // the component is busy (initialize, a spout command) and takes nothing new
     this.drainScheduled = false;
     this.drain = this.drain.bind(this);
@@ -104,7 +111,13 @@ class Connection {
     const stdin = process.stdin;
     stdin.setEncoding('utf8');
     stdin.on('data', (chunk) => this.onData(chunk));
-    stdin.on('end', () => setImmediate(() => this.exit(0)));
+    stdin.on('end', () => setImmediate(() => this.onEnd()));
+  }
+
+  /** The host closed our stdin: handle what was read before it (TURN_MS a turn), then exit. */
+  onEnd() {
+    if (this.unread.length !== 0) setImmediate(() => this.onEnd());
+    else this.exit(0);
   }
 
   // ---- output ---------------------------------------------------------------------------------
@@ -192,7 +205,31 @@ class Connection {
       for (const frame of text.split(END)) this.onFrame(frame); // find and report the bad one
       return;
     }
-    for (let i = 0; i < messages.length && !this.exiting; i++) this.onMessage(messages[i]);
+    this.onMessages(messages);
+  }
+
+  /** Host messages in arrival order, at most TURN_MS of them per turn: the rest wait in `unread`
+   * (with whatever arrives meanwhile behind them) for the next turn. */
+  onMessages(messages) {
+    if (this.unread.length !== 0) {
+      for (const msg of messages) this.unread.push(msg);
+      return;
+    }
+    const due = Date.now() + TURN_MS;
+    for (let i = 0; i < messages.length && !this.exiting; i++) {
+      this.onMessage(messages[i]);
+      if (Date.now() >= due && i + 1 < messages.length) {
+        this.unread = messages.slice(i + 1);
+        setImmediate(this.resume);
+        return;
+      }
+    }
+  }
+
+  resume() {
+    const messages = this.unread;
+    this.unread = [];
+    this.onMessages(messages);
   }
 
   onFrame(text) {
@@ -203,7 +240,8 @@ class Connection {
       this.component.log('ignoring a host message that is not JSON: ' + text.slice(0, 200), 3);
       return;
     }
-    this.onMessage(msg);
+    if (this.unread.length !== 0) this.unread.push(msg);
+    else this.onMessage(msg);
   }
 
   onMessage(msg) {
@@ -258,8 +296,13 @@ class Connection {
 
   drain() {
     this.drainScheduled = false;
-    while (this.stash.length !== 0 && !this.hold && this.waiters.length === 0) {
+    const due = Date.now() + TURN_MS;
+    while (this.stash.length !== 0 && !this.hold && this.waiters.length === 0 && !this.exiting) {
       this.dispatch(this.stash.shift());
+      if (Date.now() >= due) {
+        this.scheduleDrain();
+        return;
+      }
     }
   }
 }
