@@ -76,7 +76,7 @@
 # * stdout belongs to the protocol: after sourcing, fd 1 is the component's stderr (so `echo`
 #   lands in the host's log) and fd 0 is /dev/null. Use `log` for messages meant for the host.
 # * Messages are buffered and written when the library is about to block on a read (no host
-#   message is ready), and at the latest after 100 messages or 50 ms of handling, so a burst of
+#   message is ready), and at the latest after 100 messages or within a second, so a burst of
 #   tuples is answered in a few writes and a lone tuple at once. Acks of earlier tuples may
 #   therefore wait for the user function of a later one (call multilang_flush to send output
 #   early from a long-running function).
@@ -115,13 +115,8 @@ _ML_BST='\t'
 _ML_BSR='\r'
 _ML_BUF=''          # messages produced since the last write
 _ML_FLUSH_EVERY=100  # messages handled at most between two writes while jq has more ready
-_ML_FLUSH_USECS=50000  # ... and the longest output is kept back meanwhile
-_ML_FLUSH_DUE=0     # when the output kept back must go, in microseconds of EPOCHREALTIME
+_ML_WROTE_AT=0      # SECONDS at the last write: output kept back goes when it changes
 _ML_TURNS=0         # messages handled since the last write
-if [[ -z ${EPOCHREALTIME-} ]]; then
-    # bash < 5 has no sub-second clock to bound the wait by: write after every message
-    _ML_FLUSH_EVERY=1 EPOCHREALTIME=0
-fi
 _ML_SUFFIX=$_ML_NO_ANCHOR  # what `emit` appends: anchors (in a bolt tuple) and need_task_ids
 _ML_ANCHOR=''       # JSON text of the current tuple's id, '' outside a tuple
 _ML_DONE=0          # the current tuple was acked or failed by the user
@@ -199,7 +194,7 @@ multilang_flush() {
 # So a long buffer goes out as a whole number of 4 KiB blocks, then the rest: at most three
 # writes.
 _ml_write() {
-    (( _ML_TURNS = 0, _ML_FLUSH_DUE = ${EPOCHREALTIME//[!0-9]/} + _ML_FLUSH_USECS ))
+    _ML_TURNS=0 _ML_WROTE_AT=$SECONDS
     if (( ${#_ML_BUF} <= 1024 )); then  # at most 4 KiB in any locale
         [[ -z $_ML_BUF ]] || printf '%s' "$_ML_BUF" >&"$_ML_OUT"
     else
@@ -449,22 +444,20 @@ _ml_read_jq() {
 }
 
 # The main loop of both runners: take the next message (stashed ones first) and run its handler.
-# What the handlers buffered is written before the next blocking read, i.e. when no message is
-# stashed and jq has nothing ready (`read -t 0` asks without reading), and at the latest after
-# _ML_FLUSH_EVERY messages or _ML_FLUSH_USECS: the host acks and routes the first tuples of a
-# long burst while we work on the rest, and a slow bolt with a long queue never goes silent for
-# longer than that plus one tuple (the host takes silence while it owes answers for a hang).
-# EPOCHREALTIME is seconds.micros, with the locale's decimal point. The loop never expands
-# _ML_BUF: bash copies a value char by char at every expansion, which would cost per byte
-# buffered at every turn. Returns at the end of input.
+# What the handlers buffered is written before the next blocking read, i.e. when jq has nothing
+# ready (`read -t 0` asks without reading), and at the latest after _ML_FLUSH_EVERY messages or
+# when the clock's second changes: the host acks and routes the first tuples of a long burst
+# while we work on the rest, and a slow bolt with a long queue never goes silent for a second
+# plus one tuple (the host takes silence while it owes answers for a hang). SECONDS, not
+# EPOCHREALTIME: reading the latter as a number costs bash 15 % more instructions per tuple; and
+# a change of SECONDS, not a deadline, so that a script that resets SECONDS cannot stop it. The
+# loop never expands _ML_BUF: bash copies a value char by char at every expansion, which would
+# cost per byte buffered at every turn. Returns at the end of input.
 _ml_loop() {
     local _ml_len
     while true; do
-        # shellcheck disable=SC2015
-        (( ++_ML_TURNS < _ML_FLUSH_EVERY && ${EPOCHREALTIME//[!0-9]/} < _ML_FLUSH_DUE )) &&
-            { (( _ML_STASH_HEAD < ${#_ML_STASH[@]} )) || read -t 0 -u "$_ML_FROM_JQ"; } ||
-            _ml_write
         if (( _ML_STASH_HEAD < ${#_ML_STASH[@]} )); then
+            (( ++_ML_TURNS < _ML_FLUSH_EVERY && SECONDS == _ML_WROTE_AT )) || _ml_write
             _ML_MSG=${_ML_STASH[_ML_STASH_HEAD]}
             _ML_STASH_HEAD=$((_ML_STASH_HEAD + 1))
             if (( _ML_STASH_HEAD == ${#_ML_STASH[@]} )); then
@@ -472,6 +465,9 @@ _ml_loop() {
                 _ML_STASH_HEAD=0
             fi
         else
+            # shellcheck disable=SC2015
+            (( ++_ML_TURNS < _ML_FLUSH_EVERY && SECONDS == _ML_WROTE_AT )) &&
+                read -t 0 -u "$_ML_FROM_JQ" || _ml_write
             IFS= read -r -N 10 -u "$_ML_FROM_JQ" _ml_len || return 0
             IFS= read -r -N "$((10#$_ml_len))" -u "$_ML_FROM_JQ" _ML_MSG || return 0
         fi
