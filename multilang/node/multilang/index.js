@@ -30,7 +30,7 @@ const EXIT_GRACE_MS = 2000; // longest wait for stdout to drain before exiting a
 // Longest run of host messages handled in one event-loop turn. Output is written between turns,
 // and a promise's ack only settles between them, so a slow synchronous hook with a long queue
 // would otherwise keep everything back for the whole read (and the host takes silence while it
-// owes answers for a hang). The rest of the read waits in the stash for the next turn.
+// owes answers for a hang). The rest of the read waits in `unread` for the next turn.
 const TURN_MS = 50;
 const INTERNAL = ['conf', 'context', '_ml', '_pending', '_answer']; // instance fields we set
 
