@@ -43,7 +43,7 @@ slow() { sleep "$1"; }
 run_bolt slow
 """),
 }
-N, SECS = 20, 0.25  # the whole queue takes 5 s; our clients write within 50 ms (bash: 1 s)
+N, SECS = 24, 0.25  # the whole queue takes 6 s; our clients write within 50 ms (bash: 1 s)
 
 
 def _slow_bolt(tmp_path, client: str) -> list[str]:
@@ -73,7 +73,7 @@ def test_a_slow_bolt_answers_each_tuple_of_a_long_read_as_it_goes(tmp_path, clie
 
 
 def _topology(tmp_path, client: str) -> Topology:
-    b = TopologyBuilder("slow", config={"topology.subprocess.timeout.secs": 2,
+    b = TopologyBuilder("slow", config={"topology.subprocess.timeout.secs": 3,
                                         "topology.max.spout.pending": N})
     b.spout("spout", ["python", "spout.py"], outputs=["secs"])
     b.bolt("bolt", _slow_bolt(tmp_path, client), outputs=[]).shuffle("spout")
@@ -99,8 +99,8 @@ Once().run()
 @pytest.mark.parametrize("client", list(SLOW_BOLTS))
 def test_a_slow_bolt_with_a_queue_longer_than_the_timeout_is_not_taken_for_hung(tmp_path,
                                                                                   client):
-    # 20 tuples of 0.25 s queued at a bolt with a 2 s subprocess timeout: answered as it goes it
-    # is never silent for 2 s; answered all at once it would be, and be killed as hung
+    # 24 tuples of 0.25 s queued at a bolt with a 3 s subprocess timeout: answered as it goes it
+    # is never silent for 3 s; answered all at once it would be, and be killed as hung
     (tmp_path / "spout.py").write_text(SPOUT)
     sup = Supervisor(_topology(tmp_path, client))
     sup.start()
