@@ -22,13 +22,17 @@ from .harness import REPO, Context, Result, round_robin
 
 NAME = "acker-memory"
 DESCRIPTION = "host.acker.Acker: bytes per pending root, open+add+ack operations/s"
-COLUMNS = [("tracemalloc_bytes_per_root", "bytes/root (tracemalloc)"),
-           ("rss_bytes_per_root", "bytes/root (RSS)"), ("held", "held"),
-           ("ops_per_s", "roots opened+acked/s")]
+COLUMNS = [
+    ("tracemalloc_bytes_per_root", "bytes/root (tracemalloc)"),
+    ("rss_bytes_per_root", "bytes/root (RSS)"),
+    ("held", "held"),
+    ("ops_per_s", "roots opened+acked/s"),
+]
 WINDOW = 1000  # roots pending while measuring ops/s
 
 
 # ---- the worker (runs in its own process) -------------------------------------------------------
+
 
 def _fill_acker(n: int):
     from host.acker import Acker
@@ -56,12 +60,14 @@ def _memory(kind: str, n: int, how: str) -> dict:
         import host.acker  # noqa: F401
     if how == "tracemalloc":
         import tracemalloc
+
         tracemalloc.start()
         before = tracemalloc.get_traced_memory()[0]
         held = fill(n)
         grown = tracemalloc.get_traced_memory()[0] - before
     else:
         import psutil
+
         me = psutil.Process()
         before = me.memory_info().rss
         held = fill(n)
@@ -73,6 +79,7 @@ def _ops(kind: str, secs: float) -> dict:
     done = 0
     if kind == "acker":
         from host.acker import Acker
+
         acker = Acker(30, time.monotonic)
         open_, add, ack = acker.open, acker.add, acker.ack
         window: deque = deque()
@@ -121,14 +128,20 @@ def worker(spec: dict) -> dict:
 
 
 def _in_process(spec: dict) -> dict:
-    out = subprocess.run([sys.executable, "-m", "benchmarks.acker_memory", json.dumps(spec)],
-                         cwd=REPO, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "benchmarks.acker_memory", json.dumps(spec)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     if out.returncode != 0:
         raise RuntimeError(f"acker worker {spec} failed: {out.stderr.strip()[-2000:]}")
     return json.loads(out.stdout)
 
 
 # ---- the benchmark ------------------------------------------------------------------------------
+
 
 def _memory_of(kind: str, n: int, tracemalloc: bool) -> dict:
     m = {}
@@ -152,27 +165,41 @@ def run(ctx: Context) -> Result:
     for n in sizes:  # memory is deterministic: measured once, baseline then subject
         for label, kind in kinds.items():
             ctx.progress(f"{NAME}: {label}, {n:,} pending")
-            result.add(f"{label}, {n:,} pending", [_memory_of(kind, n, n in traced)],
-                       {"pending": n})
-    ops = round_robin({label: (lambda kind=kind: _in_process(
-        {"op": "ops", "kind": kind, "secs": secs})) for label, kind in kinds.items()},
-        ctx.mode.runs, ctx, NAME)
+            result.add(
+                f"{label}, {n:,} pending", [_memory_of(kind, n, n in traced)], {"pending": n}
+            )
+    ops = round_robin(
+        {
+            label: (lambda kind=kind: _in_process({"op": "ops", "kind": kind, "secs": secs}))
+            for label, kind in kinds.items()
+        },
+        ctx.mode.runs,
+        ctx,
+        NAME,
+    )
     for label in kinds:
-        result.add(f"{label}, ops ({WINDOW:,} pending)", ops[label],
-                   {"pending": WINDOW, "secs": secs})
+        result.add(
+            f"{label}, ops ({WINDOW:,} pending)", ops[label], {"pending": WINDOW, "secs": secs}
+        )
     for n in sizes:
         for how in ("tracemalloc", "rss"):
             key = f"{how}_bytes_per_root"
             if result.median(f"Acker, {n:,} pending", key) is not None:
-                result.ratio(f"Acker/dict bytes per root at {n:,} ({how})",
-                             result.median(f"Acker, {n:,} pending", key),
-                             result.median(f"dict baseline, {n:,} pending", key))
-    result.ratio("Acker/dict ops per s", result.median(f"Acker, ops ({WINDOW:,} pending)",
-                                                       "ops_per_s"),
-                 result.median(f"dict baseline, ops ({WINDOW:,} pending)", "ops_per_s"))
+                result.ratio(
+                    f"Acker/dict bytes per root at {n:,} ({how})",
+                    result.median(f"Acker, {n:,} pending", key),
+                    result.median(f"dict baseline, {n:,} pending", key),
+                )
+    result.ratio(
+        "Acker/dict ops per s",
+        result.median(f"Acker, ops ({WINDOW:,} pending)", "ops_per_s"),
+        result.median(f"dict baseline, ops ({WINDOW:,} pending)", "ops_per_s"),
+    )
     result.targets["Acker"] = "<= 200 bytes per pending spout tuple; 1,000,000 pending held"
-    result.notes.append("memory: one measurement per size (deterministic); ops/s: median of "
-                        "the rounds; one fresh process per measurement")
+    result.notes.append(
+        "memory: one measurement per size (deterministic); ops/s: median of "
+        "the rounds; one fresh process per measurement"
+    )
     return result
 
 

@@ -12,9 +12,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
@@ -27,11 +28,11 @@ class Mode:
     is the same set in under two minutes; `smoke` only proves that everything runs."""
 
     name: str
-    runs: int                # rounds of every benchmark that alternates variants
-    ceiling_secs: float      # one protocol-ceiling run
-    warmup_secs: float       # topology runs: after every task is up, before the window opens
-    measure_secs: float      # topology runs: the measured window
-    idle_windows: int        # idle: windows of `idle_window_secs` each (median over windows)
+    runs: int  # rounds of every benchmark that alternates variants
+    ceiling_secs: float  # one protocol-ceiling run
+    warmup_secs: float  # topology runs: after every task is up, before the window opens
+    measure_secs: float  # topology runs: the measured window
+    idle_windows: int  # idle: windows of `idle_window_secs` each (median over windows)
     idle_window_secs: float
     acker_sizes: tuple[int, ...]
     acker_ops_secs: float
@@ -40,15 +41,45 @@ class Mode:
 
 
 MODES = {
-    "full": Mode("full", runs=5, ceiling_secs=2.0, warmup_secs=1.5, measure_secs=4.0,
-                 idle_windows=6, idle_window_secs=5.0, acker_sizes=(100_000, 1_000_000),
-                 acker_ops_secs=2.0, scaling_runs=3, rdd_records=200_000),
-    "quick": Mode("quick", runs=3, ceiling_secs=0.5, warmup_secs=0.3, measure_secs=0.6,
-                  idle_windows=5, idle_window_secs=1.0, acker_sizes=(100_000, 1_000_000),
-                  acker_ops_secs=0.5, scaling_runs=1, rdd_records=20_000),
-    "smoke": Mode("smoke", runs=1, ceiling_secs=0.2, warmup_secs=0.2, measure_secs=0.3,
-                  idle_windows=2, idle_window_secs=0.3, acker_sizes=(10_000, 20_000),
-                  acker_ops_secs=0.1, scaling_runs=1, rdd_records=2_000),
+    "full": Mode(
+        "full",
+        runs=5,
+        ceiling_secs=2.0,
+        warmup_secs=1.5,
+        measure_secs=4.0,
+        idle_windows=6,
+        idle_window_secs=5.0,
+        acker_sizes=(100_000, 1_000_000),
+        acker_ops_secs=2.0,
+        scaling_runs=3,
+        rdd_records=200_000,
+    ),
+    "quick": Mode(
+        "quick",
+        runs=3,
+        ceiling_secs=0.5,
+        warmup_secs=0.3,
+        measure_secs=0.6,
+        idle_windows=5,
+        idle_window_secs=1.0,
+        acker_sizes=(100_000, 1_000_000),
+        acker_ops_secs=0.5,
+        scaling_runs=1,
+        rdd_records=20_000,
+    ),
+    "smoke": Mode(
+        "smoke",
+        runs=1,
+        ceiling_secs=0.2,
+        warmup_secs=0.2,
+        measure_secs=0.3,
+        idle_windows=2,
+        idle_window_secs=0.3,
+        acker_sizes=(10_000, 20_000),
+        acker_ops_secs=0.1,
+        scaling_runs=1,
+        rdd_records=2_000,
+    ),
 }
 
 
@@ -67,6 +98,7 @@ class Context:
 
 # ---- summaries ----------------------------------------------------------------------------------
 
+
 def summarise(values: Iterable[float | None]) -> dict | None:
     """median, min, max and the runs themselves; None when no run produced the figure."""
     runs = [v for v in values if v is not None]
@@ -75,8 +107,9 @@ def summarise(values: Iterable[float | None]) -> dict | None:
     return {"median": statistics.median(runs), "min": min(runs), "max": max(runs), "runs": runs}
 
 
-def round_robin(variants: dict[str, Callable[[], dict]], runs: int,
-                ctx: Context, name: str) -> dict[str, list[dict]]:
+def round_robin(
+    variants: dict[str, Callable[[], dict]], runs: int, ctx: Context, name: str
+) -> dict[str, list[dict]]:
     """Run every variant once per round, in the same order each round, `runs` rounds: the
     baseline (put it first) is measured between the subjects, not before or after all of them."""
     samples: dict[str, list[dict]] = {v: [] for v in variants}
@@ -122,7 +155,7 @@ class Result:
         out = {
             "name": self.name,
             "description": self.description,
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "mode": self.ctx.mode.name,
             "command": self.ctx.command,
             "machine": self.ctx.machine,
@@ -149,6 +182,7 @@ class Result:
 
 
 # ---- printing -----------------------------------------------------------------------------------
+
 
 def fmt(value: float | None) -> str:
     if value is None:
@@ -186,21 +220,28 @@ def table(result: Result, columns: list[tuple[str, str]]) -> str:
     for variant, entry in result.variants.items():
         cells = [cell(entry.get(key)) for key, _ in columns]
         if all(c == "-" for c in cells):
-            figures = [f"{k} {cell(v)}" for k, v in entry.items()
-                       if k not in ("params", "n_runs") and v]
+            figures = [
+                f"{k} {cell(v)}" for k, v in entry.items() if k not in ("params", "n_runs") and v
+            ]
             aside.append(f"   {variant}: {', '.join(figures)}")
         else:
             rows.append([variant] + cells)
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     for i, row in enumerate(rows):
-        lines.append("   " + "  ".join(c.ljust(w) if j == 0 else c.rjust(w)
-                                       for j, (c, w) in enumerate(zip(row, widths))))
+        lines.append(
+            "   "
+            + "  ".join(
+                c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(row, widths))
+            )
+        )
         if i == 0:
             lines.append("   " + "  ".join("-" * w for w in widths))
     lines.extend(aside)
     runs = {e["n_runs"] for e in result.variants.values()}
-    lines.append(f"   (median (min-max) over {'/'.join(map(str, sorted(runs)))} run(s); "
-                 f"baseline: {result.baseline or '-'})")
+    lines.append(
+        f"   (median (min-max) over {'/'.join(map(str, sorted(runs)))} run(s); "
+        f"baseline: {result.baseline or '-'})"
+    )
     for key, value in result.ratios.items():
         lines.append(f"   ratio {key}: {fmt(value)}")
     for key, value in result.targets.items():
@@ -211,6 +252,7 @@ def table(result: Result, columns: list[tuple[str, str]]) -> str:
 
 
 # ---- the machine --------------------------------------------------------------------------------
+
 
 def _first_line(argv: list[str]) -> str | None:
     try:
@@ -235,6 +277,7 @@ def _cpu_model() -> str:
 def _version(module: str) -> str | None:
     try:
         from importlib.metadata import version
+
         return version(module)
     except Exception:  # not installed
         return None
@@ -251,6 +294,7 @@ def machine() -> dict:
     """What the figures depend on: CPUs, memory, interpreters, JSON libraries, the commit."""
     try:
         import psutil
+
         memory = psutil.virtual_memory().total
     except Exception:  # psutil is a dependency; be robust anyway
         memory = None
@@ -273,7 +317,8 @@ def machine() -> dict:
         "bash": _first_line(["bash", "-c", "echo $BASH_VERSION"]),
         "jq": _first_line(["jq", "--version"]),
         "commit": commit + ("+uncommitted host/multilang changes" if dirty else "")
-        if commit else None,
+        if commit
+        else None,
     }
 
 
@@ -283,14 +328,24 @@ def _c_decoder_built() -> bool:
 
 # ---- running a topology -------------------------------------------------------------------------
 
+
 class RunFailed(RuntimeError):
     """A benchmark topology did not run to the end of its windows."""
 
 
-def run_topology(ctx: Context, builder: str, params: dict, *, windows: int = 1,
-                 window: float | None = None, warmup: float | None = None,
-                 stop_when_acked: int | None = None, companion: list[str] | None = None,
-                 profile: str | None = None, max_secs: float | None = None) -> dict:
+def run_topology(
+    ctx: Context,
+    builder: str,
+    params: dict,
+    *,
+    windows: int = 1,
+    window: float | None = None,
+    warmup: float | None = None,
+    stop_when_acked: int | None = None,
+    companion: list[str] | None = None,
+    profile: str | None = None,
+    max_secs: float | None = None,
+) -> dict:
     """Run `benchmarks.runner` in a fresh process (one host per run: nothing carries over from
     one run to the next) and return what it measured. `params["pure_python"]`: the host and
     its components without the optional speed-ups (MULTILANG_PURE_PYTHON=1)."""
@@ -302,17 +357,30 @@ def run_topology(ctx: Context, builder: str, params: dict, *, windows: int = 1,
     warmup = ctx.mode.warmup_secs if warmup is None else warmup
     if max_secs is None:
         max_secs = 30 + warmup + windows * window
-    spec = {"builder": builder, "params": params, "warmup": warmup, "windows": windows,
-            "window": window, "max_secs": max_secs, "stop_when_acked": stop_when_acked,
-            "companion": companion, "profile": profile}
+    spec = {
+        "builder": builder,
+        "params": params,
+        "warmup": warmup,
+        "windows": windows,
+        "window": window,
+        "max_secs": max_secs,
+        "stop_when_acked": stop_when_acked,
+        "companion": companion,
+        "profile": profile,
+    }
     with tempfile.TemporaryDirectory(prefix="bench-run-") as tmp:
         spec_path, out_path = os.path.join(tmp, "spec.json"), os.path.join(tmp, "out.json")
         with open(spec_path, "w", encoding="utf-8") as fh:
             json.dump(spec, fh)
         try:
-            proc = subprocess.run([sys.executable, "-m", "benchmarks.runner", spec_path, out_path],
-                                  cwd=REPO, capture_output=True, text=True, env=env,
-                                  timeout=max_secs + 30)
+            proc = subprocess.run(
+                [sys.executable, "-m", "benchmarks.runner", spec_path, out_path],
+                cwd=REPO,
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=max_secs + 30,
+            )
         except subprocess.TimeoutExpired as exc:
             raise RunFailed(f"{builder} {params}: no result after {exc.timeout:.0f}s") from None
         result = None
@@ -322,6 +390,8 @@ def run_topology(ctx: Context, builder: str, params: dict, *, windows: int = 1,
     if proc.returncode != 0 or result is None:
         tail = "\n    ".join((proc.stderr or "").strip().splitlines()[-15:])
         why = result.get("failure") if result else None
-        raise RunFailed(f"{builder} {params}: runner exited {proc.returncode}"
-                        f"{': ' + why if why else ''}\n    {tail}")
+        raise RunFailed(
+            f"{builder} {params}: runner exited {proc.returncode}"
+            f"{': ' + why if why else ''}\n    {tail}"
+        )
     return result

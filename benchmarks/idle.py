@@ -15,9 +15,7 @@ from .harness import Context, Result, run_topology
 NAME = "idle"
 DESCRIPTION = "topology whose spout never emits: CPU % (100 = one core)"
 COLUMNS = [("cpu_pct", "CPU % per window"), ("cpu_pct_whole_run", "CPU % whole run")]
-POLLER = ("import select\n"
-          "while True:\n"
-          "    select.select([], [], [], 0.05)\n")
+POLLER = "import select\nwhile True:\n    select.select([], [], [], 0.05)\n"
 BASELINE = "python waking every 50 ms"
 
 
@@ -25,10 +23,15 @@ def run(ctx: Context) -> Result:
     result = Result(NAME, ctx, DESCRIPTION, baseline=BASELINE)
     mode = ctx.mode
     ctx.progress(f"{NAME}: {mode.idle_windows} x {mode.idle_window_secs:g} s")
-    out = run_topology(ctx, "wordcount", {"split": "python", "idle": True},
-                       windows=mode.idle_windows, window=mode.idle_window_secs,
-                       warmup=min(1.0, mode.warmup_secs),
-                       companion=[sys.executable, "-c", POLLER])
+    out = run_topology(
+        ctx,
+        "wordcount",
+        {"split": "python", "idle": True},
+        windows=mode.idle_windows,
+        window=mode.idle_window_secs,
+        warmup=min(1.0, mode.warmup_secs),
+        companion=[sys.executable, "-c", POLLER],
+    )
     windows = out["windows"]
     tasks = sum(c["tasks"] for c in out["stats"]["components"].values())
     params = {"windows": len(windows), "window_secs": mode.idle_window_secs}
@@ -43,9 +46,14 @@ def run(ctx: Context) -> Result:
     result.add(BASELINE, per_window("companion_cpu_s"), params)
     result.add("host", per_window("host_cpu_s"), params)
     result.add(f"components ({tasks} tasks, together)", per_window("children_cpu_s"), params)
-    result.ratio("host / baseline (whole run)", result.median("host", "cpu_pct_whole_run"),
-                 result.median(BASELINE, "cpu_pct_whole_run"))
+    result.ratio(
+        "host / baseline (whole run)",
+        result.median("host", "cpu_pct_whole_run"),
+        result.median(BASELINE, "cpu_pct_whole_run"),
+    )
     result.targets["host"] = "<= 1% CPU"
-    result.notes.append(f"{len(windows)} windows of {mode.idle_window_secs:g} s in one run: "
-                        "median (min-max) over windows")
+    result.notes.append(
+        f"{len(windows)} windows of {mode.idle_window_secs:g} s in one run: "
+        "median (min-max) over windows"
+    )
     return result

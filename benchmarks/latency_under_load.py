@@ -15,9 +15,14 @@ from .wordcount import run_wordcount
 NAME = "latency-under-load"
 DESCRIPTION = "Python word count at 50% of its maximum rate (paced spout): complete latency"
 FULL, HALF = "max rate (baseline)", "50% of max rate"
-COLUMNS = [("sentences_per_s", "sentences/s"), ("target_rate", "paced at/s"),
-           ("latency_p50_ms", "p50 ms"), ("latency_p99_ms", "p99 ms"),
-           ("latency_p999_ms", "p99.9 ms"), ("host_cpu_pct", "host CPU %")]
+COLUMNS = [
+    ("sentences_per_s", "sentences/s"),
+    ("target_rate", "paced at/s"),
+    ("latency_p50_ms", "p50 ms"),
+    ("latency_p99_ms", "p99 ms"),
+    ("latency_p999_ms", "p99.9 ms"),
+    ("host_cpu_pct", "host CPU %"),
+]
 PER_NEXT = 100
 TIME_EVERY_ROOT = {"host.acker.latency.sample": 1}  # p99.9 needs every root, not 1 in 16
 
@@ -33,19 +38,23 @@ def run(ctx: Context) -> Result:
 
     def half() -> dict:
         rate = max(1.0, 0.5 * last_max[-1])
-        m = run_wordcount(ctx, split="python", per_next=PER_NEXT, rate=rate,
-                          config=TIME_EVERY_ROOT)
+        m = run_wordcount(ctx, split="python", per_next=PER_NEXT, rate=rate, config=TIME_EVERY_ROOT)
         m["target_rate"] = rate
         return m
 
     samples = round_robin({FULL: full, HALF: half}, ctx.mode.runs, ctx, NAME)
     result.add(FULL, samples[FULL], {"per_next": PER_NEXT})
     result.add(HALF, samples[HALF], {"per_next": PER_NEXT, "rate": "0.5 x the max run before it"})
-    result.ratio("p99 at 50% / p99 at max", result.median(HALF, "latency_p99_ms"),
-                 result.median(FULL, "latency_p99_ms"))
+    result.ratio(
+        "p99 at 50% / p99 at max",
+        result.median(HALF, "latency_p99_ms"),
+        result.median(FULL, "latency_p99_ms"),
+    )
     result.targets[HALF] = "complete latency p99 <= 20 ms"
     samples = result.median(HALF, "latency_samples")
-    result.notes.append("latencies come from the host's histogram (log-linear buckets, within "
-                        "~6%) of every spout tuple of the measured window: "
-                        f"{samples or 0:,.0f} roots per run at 50%")
+    result.notes.append(
+        "latencies come from the host's histogram (log-linear buckets, within "
+        "~6%) of every spout tuple of the measured window: "
+        f"{samples or 0:,.0f} roots per run at 50%"
+    )
     return result

@@ -55,14 +55,20 @@ def summarise_raw(path: str, top: int, under: str = "Supervisor.run") -> str:
     lines = [f"{total} samples of the host's {under} (idle time left out)", "", "own time:"]
     lines += [f"  {n / total * 100:5.1f}%  {f}" for f, n in own.most_common(top)]
     lines += ["", "inclusive time:"]
-    lines += [f"  {n / total * 100:5.1f}%  {f}" for f, n in inclusive.most_common(top)
-              if "runpy" not in f and "runner.py" not in f and not f.startswith(under + " ")]
+    lines += [
+        f"  {n / total * 100:5.1f}%  {f}"
+        for f, n in inclusive.most_common(top)
+        if "runpy" not in f and "runner.py" not in f and not f.startswith(under + " ")
+    ]
     return "\n".join(lines)
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.profile", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.profile",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--split", choices=("python", "bash", "node"), default="python")
     parser.add_argument("--per-next", type=int, default=100)
@@ -72,22 +78,45 @@ def main() -> int:
     args = parser.parse_args()
     params = {"split": args.split, "per_next": args.per_next, "parallelism": args.parallelism}
     with tempfile.TemporaryDirectory(prefix="bench-profile-") as tmp:
-        spec = {"builder": "wordcount", "params": params, "warmup": 1.0, "windows": 1,
-                "window": args.seconds, "max_secs": args.seconds + 60}
+        spec = {
+            "builder": "wordcount",
+            "params": params,
+            "warmup": 1.0,
+            "windows": 1,
+            "window": args.seconds,
+            "max_secs": args.seconds + 60,
+        }
         out_path, raw = os.path.join(tmp, "out.json"), os.path.join(tmp, "host.raw")
-        runner = [sys.executable, "-m", "benchmarks.runner", os.path.join(tmp, "spec.json"),
-                  out_path]
+        runner = [
+            sys.executable,
+            "-m",
+            "benchmarks.runner",
+            os.path.join(tmp, "spec.json"),
+            out_path,
+        ]
         if args.pyinstrument:
             spec["profile"] = os.path.join(tmp, "profile.txt")
         else:
-            py_spy = shutil.which("py-spy") or os.path.join(os.path.dirname(sys.executable),
-                                                            "py-spy")
+            py_spy = shutil.which("py-spy") or os.path.join(
+                os.path.dirname(sys.executable), "py-spy"
+            )
             if not os.path.exists(py_spy):
-                print("py-spy not installed (pip install -e '.[bench]'); try --pyinstrument",
-                      file=sys.stderr)
+                print(
+                    "py-spy not installed (pip install -e '.[bench]'); try --pyinstrument",
+                    file=sys.stderr,
+                )
                 return 1
-            runner = [py_spy, "record", "--rate", "1000", "--format", "raw", "--output", raw,
-                      "--"] + runner
+            runner = [
+                py_spy,
+                "record",
+                "--rate",
+                "1000",
+                "--format",
+                "raw",
+                "--output",
+                raw,
+                "--",
+            ] + runner
         with open(os.path.join(tmp, "spec.json"), "w", encoding="utf-8") as fh:
             json.dump(spec, fh)
         proc = subprocess.run(runner, cwd=REPO, capture_output=True, text=True)
@@ -97,14 +126,18 @@ def main() -> int:
         with open(out_path, encoding="utf-8") as fh:
             w = json.load(fh)["windows"][0]
         io = io_metrics(w)
-        print(f"wordcount {params}: {w['acked'] / w['secs']:,.0f} sentences/s, host CPU "
-              f"{w['host_cpu_s'] / w['secs'] * 100:.0f}% (under the profiler)")
+        print(
+            f"wordcount {params}: {w['acked'] / w['secs']:,.0f} sentences/s, host CPU "
+            f"{w['host_cpu_s'] / w['secs'] * 100:.0f}% (under the profiler)"
+        )
         if io:
-            print(f"host syscalls: {io['host_reads_per_s']:,.0f} reads/s of "
-                  f"{io['host_bytes_per_read'] or 0:,.0f} B, {io['host_writes_per_s']:,.0f} "
-                  f"writes/s of {io['host_bytes_per_write'] or 0:,.0f} B, "
-                  f"{io['host_voluntary_switches_per_s']:,.0f} sleeps/s; garbage collector "
-                  f"{io.get('host_gc_pct', 0):.1f}% of a core")
+            print(
+                f"host syscalls: {io['host_reads_per_s']:,.0f} reads/s of "
+                f"{io['host_bytes_per_read'] or 0:,.0f} B, {io['host_writes_per_s']:,.0f} "
+                f"writes/s of {io['host_bytes_per_write'] or 0:,.0f} B, "
+                f"{io['host_voluntary_switches_per_s']:,.0f} sleeps/s; garbage collector "
+                f"{io.get('host_gc_pct', 0):.1f}% of a core"
+            )
         print()
         if args.pyinstrument:
             with open(spec["profile"], encoding="utf-8") as fh:

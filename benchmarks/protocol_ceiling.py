@@ -20,8 +20,11 @@ from .harness import COMPONENTS, Context, Result, round_robin
 
 NAME = "protocol-ceiling"
 DESCRIPTION = "JSON over pipes, Python parent <-> raw Python child, tuple in / emit + ack out"
-COLUMNS = [("tuples_per_s", "tuples/s"), ("parent_cpu_us_per_tuple", "parent CPU us/tuple"),
-           ("child_cpu_us_per_tuple", "child CPU us/tuple")]
+COLUMNS = [
+    ("tuples_per_s", "tuples/s"),
+    ("parent_cpu_us_per_tuple", "parent CPU us/tuple"),
+    ("child_cpu_us_per_tuple", "child CPU us/tuple"),
+]
 DEPTH = 100
 END = b"\nend\n"
 SENTENCE = "the cow jumped over"
@@ -38,16 +41,22 @@ def libraries() -> list[str]:
 def _codec(lib: str):
     if lib == "orjson":
         import orjson
+
         return orjson.loads, orjson.dumps
     import ujson
+
     return ujson.loads, lambda value: ujson.dumps(value).encode()
 
 
 def measure(lib: str, secs: float, depth: int = DEPTH) -> dict:
     """One run: acked tuples per second over `secs`, after a short warm-up."""
     loads, dumps = _codec(lib)
-    proc = subprocess.Popen([sys.executable, str(COMPONENTS / "ceiling_child.py"), lib],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+    proc = subprocess.Popen(
+        [sys.executable, str(COMPONENTS / "ceiling_child.py"), lib],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        bufsize=0,
+    )
     child = psutil.Process(proc.pid)
     wfd, rfd = proc.stdin.fileno(), proc.stdout.fileno()
     next_id = 1
@@ -56,13 +65,22 @@ def measure(lib: str, secs: float, depth: int = DEPTH) -> dict:
         nonlocal next_id
         frames = []
         for _ in range(n):
-            frames.append(dumps({"id": str(next_id), "comp": "sentences", "stream": "default",
-                                 "task": 1, "tuple": [SENTENCE]}))
+            frames.append(
+                dumps(
+                    {
+                        "id": str(next_id),
+                        "comp": "sentences",
+                        "stream": "default",
+                        "task": 1,
+                        "tuple": [SENTENCE],
+                    }
+                )
+            )
             next_id += 1
         frames.append(b"")
         data = END.join(frames)
         while data:
-            data = data[os.write(wfd, data):]
+            data = data[os.write(wfd, data) :]
 
     try:
         warmup = min(0.2, secs / 4)
@@ -98,24 +116,33 @@ def measure(lib: str, secs: float, depth: int = DEPTH) -> dict:
         proc.wait(timeout=10)
         proc.stdout.close()
     n = acked - acked0
-    return {"tuples_per_s": n / (now - t0), "parent_cpu_us_per_tuple": cpu / n * 1e6,
-            "child_cpu_us_per_tuple": child_cpu / n * 1e6}
+    return {
+        "tuples_per_s": n / (now - t0),
+        "parent_cpu_us_per_tuple": cpu / n * 1e6,
+        "child_cpu_us_per_tuple": child_cpu / n * 1e6,
+    }
 
 
 def run(ctx: Context) -> Result:
     result = Result(NAME, ctx, DESCRIPTION, baseline="ujson")
     secs = ctx.mode.ceiling_secs
     libs = libraries()
-    samples = round_robin({lib: (lambda lib=lib: measure(lib, secs)) for lib in libs},
-                          ctx.mode.runs, ctx, NAME)
+    samples = round_robin(
+        {lib: (lambda lib=lib: measure(lib, secs)) for lib in libs}, ctx.mode.runs, ctx, NAME
+    )
     for lib in libs:
         result.add(lib, samples[lib], {"depth": DEPTH, "secs": secs, "json": lib})
     if "orjson" in libs:
-        result.ratio("orjson/ujson", result.median("orjson", "tuples_per_s"),
-                     result.median("ujson", "tuples_per_s"))
+        result.ratio(
+            "orjson/ujson",
+            result.median("orjson", "tuples_per_s"),
+            result.median("ujson", "tuples_per_s"),
+        )
     else:
         result.notes.append("orjson not installed (pip install -e '.[bench]'): ujson only")
-    result.targets["reference"] = ("the issue's prototype measured ~57,000 tuples/s (ujson), "
-                                   "~91,000 (orjson) on its 2-core machine")
+    result.targets["reference"] = (
+        "the issue's prototype measured ~57,000 tuples/s (ujson), "
+        "~91,000 (orjson) on its 2-core machine"
+    )
     ctx.cache["ceiling"] = result.median("ujson", "tuples_per_s")
     return result

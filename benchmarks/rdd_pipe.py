@@ -32,8 +32,12 @@ def _spark_job(input_path: str, partitions: int) -> dict:
     """Runs in its own process: the JVM must not outlive it."""
     from pyspark import SparkConf, SparkContext
 
-    conf = (SparkConf().setMaster(f"local[{partitions}]").setAppName("bench-rdd-pipe")
-            .set("spark.ui.enabled", "false"))
+    conf = (
+        SparkConf()
+        .setMaster(f"local[{partitions}]")
+        .setAppName("bench-rdd-pipe")
+        .set("spark.ui.enabled", "false")
+    )
     sc = SparkContext(conf=conf)
     command = f"bash {shlex.quote(str(COMPONENTS / 'split.sh'))} --lines"
 
@@ -57,8 +61,13 @@ def _spark_job(input_path: str, partitions: int) -> dict:
 
 
 def _spark(input_path: str) -> dict:
-    out = subprocess.run([sys.executable, "-m", "benchmarks.rdd_pipe", input_path, "2"],
-                         cwd=REPO, capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-m", "benchmarks.rdd_pipe", input_path, "2"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if out.returncode != 0:
         raise RuntimeError(out.stderr.strip()[-1500:] or f"exit status {out.returncode}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -66,10 +75,21 @@ def _spark(input_path: str) -> dict:
 
 def _ours(ctx: Context, input_path: str, n: int, tmp: str) -> dict:
     done = os.path.join(tmp, "done.json")
-    out = run_topology(ctx, "wordcount", {
-        "split": "bash", "parallelism": 2, "per_next": 100,
-        "config": {"bench.input.file": input_path, "bench.limit": n, "bench.done.file": done}},
-        warmup=0.0, windows=1, window=3600.0, stop_when_acked=n, max_secs=600)
+    out = run_topology(
+        ctx,
+        "wordcount",
+        {
+            "split": "bash",
+            "parallelism": 2,
+            "per_next": 100,
+            "config": {"bench.input.file": input_path, "bench.limit": n, "bench.done.file": done},
+        },
+        warmup=0.0,
+        windows=1,
+        window=3600.0,
+        stop_when_acked=n,
+        max_secs=600,
+    )
     with open(done, encoding="utf-8") as fh:
         times = json.load(fh)
     secs = times["all_acked"] - times["first_emit"]

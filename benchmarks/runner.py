@@ -97,8 +97,9 @@ class Windows:
             "t": time.monotonic(),
             "acked": snap["topology"]["spout_tuples_acked"],
             "failed": snap["topology"]["spout_tuples_failed"],
-            "components": {cid: {k: c[k] for k in COUNTERS}
-                           for cid, c in snap["components"].items()},
+            "components": {
+                cid: {k: c[k] for k in COUNTERS} for cid, c in snap["components"].items()
+            },
             "host_cpu": self.host_cpu.total(),
             "children_cpu": self.child_cpu.total(),
             "companion_cpu": self.companion_cpu.total() if self.companion_cpu else None,
@@ -126,8 +127,12 @@ class Windows:
         me = psutil.Process()
         try:
             io = me.io_counters()
-            out = {"reads": io.read_count, "writes": io.write_count,
-                   "read_bytes": io.read_chars, "write_bytes": io.write_chars}
+            out = {
+                "reads": io.read_count,
+                "writes": io.write_count,
+                "read_bytes": io.read_chars,
+                "write_bytes": io.write_chars,
+            }
         except (AttributeError, psutil.Error):  # not on every platform
             out = {}
         out["voluntary_switches"] = me.num_ctx_switches().voluntary
@@ -138,23 +143,36 @@ class Windows:
     def _close(self, snap: dict) -> None:
         a, b = self.open, self._sample(snap)
         hist = self.sup.complete_latency
-        self.results.append({
-            "secs": b["t"] - a["t"],
-            "acked": b["acked"] - a["acked"],
-            "failed": b["failed"] - a["failed"],
-            "components": {cid: {k: b["components"][cid][k] - a["components"][cid][k]
-                                 for k in COUNTERS} for cid in b["components"]},
-            "host_cpu_s": b["host_cpu"] - a["host_cpu"],
-            "children_cpu_s": b["children_cpu"] - a["children_cpu"],
-            "component_cpu_s": {cid: cpu - a["component_cpu"].get(cid, 0.0)
-                                for cid, cpu in b["component_cpu"].items()},
-            "companion_cpu_s": (b["companion_cpu"] - a["companion_cpu"]
-                                if b["companion_cpu"] is not None else None),
-            "host_io": {k: b["io"][k] - a["io"].get(k, 0) for k in b["io"]},
-            "latency_ms": {"p50": hist.percentile(50), "p99": hist.percentile(99),
-                           "p999": hist.percentile(99.9), "mean": hist.mean_ms(),
-                           "count": hist.count},
-        })
+        self.results.append(
+            {
+                "secs": b["t"] - a["t"],
+                "acked": b["acked"] - a["acked"],
+                "failed": b["failed"] - a["failed"],
+                "components": {
+                    cid: {k: b["components"][cid][k] - a["components"][cid][k] for k in COUNTERS}
+                    for cid in b["components"]
+                },
+                "host_cpu_s": b["host_cpu"] - a["host_cpu"],
+                "children_cpu_s": b["children_cpu"] - a["children_cpu"],
+                "component_cpu_s": {
+                    cid: cpu - a["component_cpu"].get(cid, 0.0)
+                    for cid, cpu in b["component_cpu"].items()
+                },
+                "companion_cpu_s": (
+                    b["companion_cpu"] - a["companion_cpu"]
+                    if b["companion_cpu"] is not None
+                    else None
+                ),
+                "host_io": {k: b["io"][k] - a["io"].get(k, 0) for k in b["io"]},
+                "latency_ms": {
+                    "p50": hist.percentile(50),
+                    "p99": hist.percentile(99),
+                    "p999": hist.percentile(99.9),
+                    "mean": hist.mean_ms(),
+                    "count": hist.count,
+                },
+            }
+        )
         self.open = b
         self.sup.complete_latency = LatencyHistogram()  # the next window's own
 
@@ -169,8 +187,10 @@ class Windows:
                 self.open = self._sample(snap)
                 self.sup.complete_latency = LatencyHistogram()
             return
-        done = (self.stop_when_acked is not None
-                and snap["topology"]["spout_tuples_acked"] >= self.stop_when_acked)
+        done = (
+            self.stop_when_acked is not None
+            and snap["topology"]["spout_tuples_acked"] >= self.stop_when_acked
+        )
         if done or now - self.open["t"] >= self.length:
             self._close(snap)
             if done or len(self.results) >= self.count:
@@ -192,6 +212,7 @@ def main(spec_path: str, out_path: str) -> int:
         profiler = None
         if spec.get("profile"):
             from pyinstrument import Profiler
+
             profiler = Profiler(interval=0.0005)
             profiler.start()
         code = sup.run(float(spec.get("max_secs", 120)))
@@ -203,9 +224,13 @@ def main(spec_path: str, out_path: str) -> int:
         if companion is not None:
             companion.kill()
             companion.wait()
-    out = {"exit_code": code, "failure": sup.failure, "windows": windows.results,
-           "startup_s": (windows.ready_at - windows.started) if windows.ready_at else None,
-           "stats": sup.snapshot()}
+    out = {
+        "exit_code": code,
+        "failure": sup.failure,
+        "windows": windows.results,
+        "startup_s": (windows.ready_at - windows.started) if windows.ready_at else None,
+        "stats": sup.snapshot(),
+    }
     tmp = f"{out_path}.tmp"
     with open(tmp, "w", encoding="utf-8") as fh:
         json.dump(out, fh)

@@ -17,21 +17,30 @@ from .wordcount import window_metrics
 
 NAME = "scaling"
 DESCRIPTION = "acked/s and host CPU as bolt parallelism and tuple size grow"
-COLUMNS = [("acked_per_s", "acked/s"), ("routed_per_s", "routed tuples/s"),
-           ("mb_per_s", "payload MB/s"), ("latency_p99_ms", "p99 ms"),
-           ("host_cpu_pct", "host CPU %"), ("host_cpu_us_per_tuple", "host us/tuple"),
-           ("components_cpu_pct", "comp. CPU %")]
+COLUMNS = [
+    ("acked_per_s", "acked/s"),
+    ("routed_per_s", "routed tuples/s"),
+    ("mb_per_s", "payload MB/s"),
+    ("latency_p99_ms", "p99 ms"),
+    ("host_cpu_pct", "host CPU %"),
+    ("host_cpu_us_per_tuple", "host us/tuple"),
+    ("components_cpu_pct", "comp. CPU %"),
+]
 PARALLELISM = (1, 2, 4, 8)
 SIZES = (10, 1000, 10_000)
 
 
 def _parallel(ctx: Context, p: int):
     def one() -> dict:
-        m = window_metrics(run_topology(ctx, "wordcount", {"split": "python", "per_next": 100,
-                                                           "parallelism": p})["windows"][0])
+        m = window_metrics(
+            run_topology(ctx, "wordcount", {"split": "python", "per_next": 100, "parallelism": p})[
+                "windows"
+            ][0]
+        )
         m["acked_per_s"] = m.pop("sentences_per_s")
         m["routed_per_s"] = m["acked_per_s"] + m.pop("words_per_s")
         return m
+
     return one
 
 
@@ -40,12 +49,16 @@ def _sized(ctx: Context, size: int):
         w = run_topology(ctx, "sized", {"size": size})["windows"][0]
         secs = w["secs"]
         routed = sum(c["transferred"] for c in w["components"].values())
-        return {"acked_per_s": w["acked"] / secs, "routed_per_s": routed / secs,
-                "mb_per_s": routed * size / secs / 1e6,
-                "latency_p99_ms": w["latency_ms"]["p99"],
-                "host_cpu_pct": w["host_cpu_s"] / secs * 100,
-                "host_cpu_us_per_tuple": w["host_cpu_s"] / routed * 1e6 if routed else None,
-                "components_cpu_pct": w["children_cpu_s"] / secs * 100}
+        return {
+            "acked_per_s": w["acked"] / secs,
+            "routed_per_s": routed / secs,
+            "mb_per_s": routed * size / secs / 1e6,
+            "latency_p99_ms": w["latency_ms"]["p99"],
+            "host_cpu_pct": w["host_cpu_s"] / secs * 100,
+            "host_cpu_us_per_tuple": w["host_cpu_s"] / routed * 1e6 if routed else None,
+            "components_cpu_pct": w["children_cpu_s"] / secs * 100,
+        }
+
     return one
 
 
@@ -67,13 +80,17 @@ def run(ctx: Context) -> Result:
     for s in SIZES:
         result.add(_label_size(s), samples[_label_size(s)], {"tuple_bytes": s, "per_next": 100})
     for p in PARALLELISM[1:]:
-        result.ratio(f"acked/s at {p} tasks / 1 task",
-                     result.median(_label_p(p), "acked_per_s"),
-                     result.median(_label_p(1), "acked_per_s"))
+        result.ratio(
+            f"acked/s at {p} tasks / 1 task",
+            result.median(_label_p(p), "acked_per_s"),
+            result.median(_label_p(1), "acked_per_s"),
+        )
     for s in SIZES[1:]:
-        result.ratio(f"acked/s at {s:,} B / {SIZES[0]} B",
-                     result.median(_label_size(s), "acked_per_s"),
-                     result.median(_label_size(SIZES[0]), "acked_per_s"))
+        result.ratio(
+            f"acked/s at {s:,} B / {SIZES[0]} B",
+            result.median(_label_size(s), "acked_per_s"),
+            result.median(_label_size(SIZES[0]), "acked_per_s"),
+        )
     plot = _plot(result, ctx.plots_dir / "scaling.png")
     if plot is not None:
         result.extra["plot"] = str(plot)
@@ -128,9 +145,12 @@ def _plot(result: Result, path: Path) -> Path | None:
     twin.set_ylabel("payload MB/s through the host (dashed)")
     twin.set_ylim(bottom=0)
     m = result.ctx.machine
-    fig.suptitle(f"multilang host, {result.ctx.mode.name} run {result.as_json()['date'][:10]}, "
-                 f"{m.get('cpu_count')} x {m.get('cpu_model')}, Python {m.get('python')} "
-                 f"(median, bars: min-max)", fontsize=9)
+    fig.suptitle(
+        f"multilang host, {result.ctx.mode.name} run {result.as_json()['date'][:10]}, "
+        f"{m.get('cpu_count')} x {m.get('cpu_model')}, Python {m.get('python')} "
+        f"(median, bars: min-max)",
+        fontsize=9,
+    )
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)

@@ -32,31 +32,58 @@ from .harness import COMPONENTS, REPO, Context, Result, round_robin
 
 NAME = "spark-spout"
 DESCRIPTION = "Spark spout (DataFrame source) vs a plain Python spout, same topology"
-COLUMNS = [("emit_rate", "sentences/s"), ("first_tuple_s", "start to first tuple (s)"),
-           ("spout_cpu_us_per_row", "spout CPU us/row")]
-PLAIN, COLD, WARM = ("plain Python spout (baseline)", "Spark spout, cold (JVM + staging)",
-                     "Spark spout, warm (staged)")
+COLUMNS = [
+    ("emit_rate", "sentences/s"),
+    ("first_tuple_s", "start to first tuple (s)"),
+    ("spout_cpu_us_per_row", "spout CPU us/row"),
+]
+PLAIN, COLD, WARM = (
+    "plain Python spout (baseline)",
+    "Spark spout, cold (JVM + staging)",
+    "Spark spout, warm (staged)",
+)
 ROWS = {"full": 200_000, "quick": 20_000, "smoke": 2_000}
-SPARK_CONF = {"spark.master": "local[2]", "spark.ui.enabled": "false",
-              "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"}
+SPARK_CONF = {
+    "spark.master": "local[2]",
+    "spark.ui.enabled": "false",
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
+}
 
 
 def build(spec: dict):
     from host.topology import TopologyBuilder
 
     n = spec["rows"]
-    b = TopologyBuilder("bench-spark-spout", config={
-        "topology.max.spout.pending": 1000, "topology.message.timeout.secs": 120,
-        "host.shutdown.grace.secs": 2})
+    b = TopologyBuilder(
+        "bench-spark-spout",
+        config={
+            "topology.max.spout.pending": 1000,
+            "topology.message.timeout.secs": 120,
+            "host.shutdown.grace.secs": 2,
+        },
+    )
     if spec["variant"] == "plain":
-        b.spout("source", ["python", "spout.py"], outputs=["sentence"], config={
-            "bench.input.file": spec["input"], "bench.limit": n, "bench.per.next": 100})
+        b.spout(
+            "source",
+            ["python", "spout.py"],
+            outputs=["sentence"],
+            config={"bench.input.file": spec["input"], "bench.limit": n, "bench.per.next": 100},
+        )
     else:
-        b.spout("source", ["python", "-m", "components.spark_spout"], outputs=["value"], config={
-            **SPARK_CONF, "spark.spout.source": "dataframe", "spark.spout.path": spec["input"],
-            "spark.spout.format": "text", "spark.spout.rows.per.next": 100,
-            "spark.spout.checkpoint.dir": spec["checkpoint"],
-            "spark.spout.staging.dir": spec["staging"]})
+        b.spout(
+            "source",
+            ["python", "-m", "components.spark_spout"],
+            outputs=["value"],
+            config={
+                **SPARK_CONF,
+                "spark.spout.source": "dataframe",
+                "spark.spout.path": spec["input"],
+                "spark.spout.format": "text",
+                "spark.spout.rows.per.next": 100,
+                "spark.spout.checkpoint.dir": spec["checkpoint"],
+                "spark.spout.staging.dir": spec["staging"],
+            },
+        )
     b.bolt("split", ["python", "split.py"], outputs=["word"]).shuffle("source")
     b.bolt("count", ["python", "count.py"], outputs=["word", "count"]).fields("split", "word")
     return b.build(COMPONENTS)
@@ -89,10 +116,15 @@ def measure(spec: dict) -> dict:
     finally:
         sup.finish()
     if done_at is None or not first:
-        raise RuntimeError(f"{spec['variant']}: {sup.spout_acked} of {spec['rows']} acked "
-                           f"({sup.failure or 'time limit'})")
-    figures = {"emit_rate": spec["rows"] / (done_at - first[0]),
-               "first_tuple_s": first[0] - started, "secs": done_at - first[0]}
+        raise RuntimeError(
+            f"{spec['variant']}: {sup.spout_acked} of {spec['rows']} acked "
+            f"({sup.failure or 'time limit'})"
+        )
+    figures = {
+        "emit_rate": spec["rows"] / (done_at - first[0]),
+        "first_tuple_s": first[0] - started,
+        "secs": done_at - first[0],
+    }
     if cpu_at_first is not None and cpu_at_done is not None:
         figures["spout_cpu_us_per_row"] = (cpu_at_done - cpu_at_first) / spec["rows"] * 1e6
     return figures
@@ -115,9 +147,13 @@ def _run(spec: dict) -> dict:
         spec_path, out_path = os.path.join(tmp, "spec.json"), os.path.join(tmp, "out.json")
         with open(spec_path, "w", encoding="utf-8") as fh:
             json.dump({**spec, "checkpoint": os.path.join(tmp, "ck")}, fh)
-        proc = subprocess.run([sys.executable, "-m", "benchmarks.spark_spout", spec_path,
-                               out_path], cwd=REPO, capture_output=True, text=True,
-                              timeout=spec["max_secs"] + 60)
+        proc = subprocess.run(
+            [sys.executable, "-m", "benchmarks.spark_spout", spec_path, out_path],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=spec["max_secs"] + 60,
+        )
         if proc.returncode != 0 or not os.path.exists(out_path):
             tail = "\n    ".join(proc.stderr.strip().splitlines()[-15:])
             raise RuntimeError(f"{spec['variant']} run failed ({proc.returncode}):\n    {tail}")
@@ -138,25 +174,42 @@ def run(ctx: Context) -> Result:
         with open(text, "w", encoding="utf-8") as fh:
             for i in range(n):
                 fh.write(SENTENCES[i % len(SENTENCES)] + "\n")
-        base = {"rows": n, "input": text, "staging": os.path.join(tmp, "staging"),
-                "max_secs": 600}
+        base = {"rows": n, "input": text, "staging": os.path.join(tmp, "staging"), "max_secs": 600}
         ctx.progress(f"{NAME}: Spark spout, cold start, {n:,} sentences")
         cold = _run({**base, "variant": "spark"})
-        samples = round_robin({PLAIN: lambda: _run({**base, "variant": "plain"}),
-                               WARM: lambda: _run({**base, "variant": "spark"})},
-                              ctx.mode.runs, ctx, NAME)
-    params = {"sentences": n, "max_spout_pending": 1000, "per_next": 100,
-              "bolts": "split (Python) -> count (Python)"}
+        samples = round_robin(
+            {
+                PLAIN: lambda: _run({**base, "variant": "plain"}),
+                WARM: lambda: _run({**base, "variant": "spark"}),
+            },
+            ctx.mode.runs,
+            ctx,
+            NAME,
+        )
+    params = {
+        "sentences": n,
+        "max_spout_pending": 1000,
+        "per_next": 100,
+        "bolts": "split (Python) -> count (Python)",
+    }
     result.add(PLAIN, samples[PLAIN], params)
     result.add(WARM, samples[WARM], {**params, "spark": SPARK_CONF})
     result.add(COLD, [cold], {**params, "spark": SPARK_CONF})
-    result.ratio("Spark spout (warm) / plain spout, emit rate",
-                 result.median(WARM, "emit_rate"), result.median(PLAIN, "emit_rate"))
-    result.ratio("Spark spout (cold) / plain spout, emit rate",
-                 result.median(COLD, "emit_rate"), result.median(PLAIN, "emit_rate"))
+    result.ratio(
+        "Spark spout (warm) / plain spout, emit rate",
+        result.median(WARM, "emit_rate"),
+        result.median(PLAIN, "emit_rate"),
+    )
+    result.ratio(
+        "Spark spout (cold) / plain spout, emit rate",
+        result.median(COLD, "emit_rate"),
+        result.median(PLAIN, "emit_rate"),
+    )
     result.targets[WARM] = ">= 0.8x the plain spout's emit rate (the spout is not the bottleneck)"
-    result.notes.append("cold: one run (the JVM start and the staging job dominate its "
-                        "start-to-first-tuple); rates exclude start-up")
+    result.notes.append(
+        "cold: one run (the JVM start and the staging job dominate its "
+        "start-to-first-tuple); rates exclude start-up"
+    )
     return result
 
 

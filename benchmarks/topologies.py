@@ -20,30 +20,44 @@ BASE_CONFIG = {
 }
 
 
-def wordcount(split: str = "python", parallelism: int = 1, per_next: int = 100,
-              rate: float = 0, idle: bool = False, config: dict | None = None) -> Topology:
+def wordcount(
+    split: str = "python",
+    parallelism: int = 1,
+    per_next: int = 100,
+    rate: float = 0,
+    idle: bool = False,
+    config: dict | None = None,
+) -> Topology:
     """sentences (Python) -> split (`split`: python, bash or node; shuffle) -> count (Python;
     fields on word), acked; `parallelism` tasks per bolt."""
-    conf = {**BASE_CONFIG, "bench.per.next": per_next, "bench.rate": rate, "bench.idle": idle,
-            **(config or {})}
+    conf = {
+        **BASE_CONFIG,
+        "bench.per.next": per_next,
+        "bench.rate": rate,
+        "bench.idle": idle,
+        **(config or {}),
+    }
     b = TopologyBuilder("bench-wordcount", config=conf)
     b.spout("sentences", ["python", "spout.py"], outputs=["sentence"])
-    b.bolt("split", SPLIT_COMMANDS[split], outputs=["word"],
-           parallelism=parallelism).shuffle("sentences")
-    b.bolt("count", ["python", "count.py"], outputs=["word", "count"],
-           parallelism=parallelism).fields("split", "word")
+    b.bolt("split", SPLIT_COMMANDS[split], outputs=["word"], parallelism=parallelism).shuffle(
+        "sentences"
+    )
+    b.bolt(
+        "count", ["python", "count.py"], outputs=["word", "count"], parallelism=parallelism
+    ).fields("split", "word")
     return b.build(COMPONENTS)
 
 
-def sized(size: int, per_next: int = 100, parallelism: int = 1,
-          config: dict | None = None) -> Topology:
+def sized(
+    size: int, per_next: int = 100, parallelism: int = 1, config: dict | None = None
+) -> Topology:
     """spout -> relay -> sink, every tuple one string of `size` bytes, acked."""
-    conf = {**BASE_CONFIG, "bench.per.next": per_next, "bench.tuple.bytes": size,
-            **(config or {})}
+    conf = {**BASE_CONFIG, "bench.per.next": per_next, "bench.tuple.bytes": size, **(config or {})}
     b = TopologyBuilder("bench-sized", config=conf)
     b.spout("source", ["python", "spout.py"], outputs=["payload"])
-    b.bolt("relay", ["python", "relay.py"], outputs=["payload"],
-           parallelism=parallelism).shuffle("source")
+    b.bolt("relay", ["python", "relay.py"], outputs=["payload"], parallelism=parallelism).shuffle(
+        "source"
+    )
     b.bolt("sink", ["python", "sink.py"], outputs=[], parallelism=parallelism).shuffle("relay")
     return b.build(COMPONENTS)
 

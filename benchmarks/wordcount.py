@@ -15,10 +15,16 @@ from .harness import Context, Result, round_robin, run_topology
 NAME = "wordcount"
 DESCRIPTION = "spout -> split -> count, acked, max.spout.pending 1000, 4 words per sentence"
 CEILING = "ceiling (ujson)"
-COLUMNS = [("sentences_per_s", "sentences/s"), ("words_per_s", "words/s"),
-           ("latency_p50_ms", "p50 ms"), ("latency_p99_ms", "p99 ms"),
-           ("host_cpu_us_per_tuple", "host us/tuple"), ("host_cpu_pct", "host CPU %"),
-           ("components_cpu_pct", "comp. CPU %"), ("ratio_to_ceiling", "x ceiling")]
+COLUMNS = [
+    ("sentences_per_s", "sentences/s"),
+    ("words_per_s", "words/s"),
+    ("latency_p50_ms", "p50 ms"),
+    ("latency_p99_ms", "p99 ms"),
+    ("host_cpu_us_per_tuple", "host us/tuple"),
+    ("host_cpu_pct", "host CPU %"),
+    ("components_cpu_pct", "comp. CPU %"),
+    ("ratio_to_ceiling", "x ceiling"),
+]
 VARIANTS = {
     "python, 100/next": {"split": "python", "per_next": 100},
     # without the C decoder and orjson (MULTILANG_PURE_PYTHON=1): what they are worth
@@ -88,32 +94,46 @@ def run(ctx: Context) -> Result:
             m = run_wordcount(ctx, **params)
             m["ratio_to_ceiling"] = m["sentences_per_s"] / last_ceiling[-1]
             return m
+
         return one
 
     plan = {CEILING: ceiling, **{v: topology(p) for v, p in VARIANTS.items()}}
     samples = round_robin(plan, ctx.mode.runs, ctx, NAME)
     result.add(CEILING, samples[CEILING], {"json": "ujson", "depth": protocol_ceiling.DEPTH})
     for variant, params in VARIANTS.items():
-        result.add(variant, samples[variant], {"parallelism": 1, **params,
-                                               "max_spout_pending": 1000})
+        result.add(
+            variant, samples[variant], {"parallelism": 1, **params, "max_spout_pending": 1000}
+        )
     ceiling_median = result.median(CEILING, "tuples_per_s")
     main = "python, 100/next"
-    result.ratio("sentences/s (python, 100/next) / ceiling tuples/s",
-                 result.median(main, "sentences_per_s"), ceiling_median)
-    result.ratio("routed tuples/s (python, 100/next) / ceiling tuples/s",
-                 _routed(result, main), ceiling_median)
+    result.ratio(
+        "sentences/s (python, 100/next) / ceiling tuples/s",
+        result.median(main, "sentences_per_s"),
+        ceiling_median,
+    )
+    result.ratio(
+        "routed tuples/s (python, 100/next) / ceiling tuples/s",
+        _routed(result, main),
+        ceiling_median,
+    )
     for variant in VARIANTS:
         if variant != main:
-            result.ratio(f"sentences/s {variant} / python, 100/next",
-                         result.median(variant, "sentences_per_s"),
-                         result.median(main, "sentences_per_s"))
-    result.targets.update({
-        "python, 100/next": ">= 25,000 sentences/s; host <= 8 us per routed tuple; "
-                            ">= 0.4x ceiling",
-        "python, 1/next": ">= 15,000 sentences/s",
-    })
-    result.notes.append("x ceiling = acked sentences/s / protocol-ceiling tuples/s of the same "
-                        "round; routed tuples = sentences + words")
+            result.ratio(
+                f"sentences/s {variant} / python, 100/next",
+                result.median(variant, "sentences_per_s"),
+                result.median(main, "sentences_per_s"),
+            )
+    result.targets.update(
+        {
+            "python, 100/next": ">= 25,000 sentences/s; host <= 8 us per routed tuple; "
+            ">= 0.4x ceiling",
+            "python, 1/next": ">= 15,000 sentences/s",
+        }
+    )
+    result.notes.append(
+        "x ceiling = acked sentences/s / protocol-ceiling tuples/s of the same "
+        "round; routed tuples = sentences + words"
+    )
     ctx.cache["wordcount_max"] = result.median(main, "sentences_per_s")
     return result
 

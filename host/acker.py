@@ -66,8 +66,13 @@ def new_id() -> int:
 
 
 class Acker:
-    def __init__(self, timeout_secs: float, clock: Callable[[], float],
-                 timeouts_enabled: bool = True, latency_sample: int = LATENCY_SAMPLE):
+    def __init__(
+        self,
+        timeout_secs: float,
+        clock: Callable[[], float],
+        timeouts_enabled: bool = True,
+        latency_sample: int = LATENCY_SAMPLE,
+    ):
         self.clock = clock
         self.latency_sample = max(1, int(latency_sample))
         self.timeouts_enabled = timeouts_enabled
@@ -181,8 +186,13 @@ class Acker:
             spout.pending -= 1
             if done is None:
                 done = []
-            done.append(Outcome(spout.task, msg_id,
-                                self._latency(root) if not root % self.latency_sample else None))
+            done.append(
+                Outcome(
+                    spout.task,
+                    msg_id,
+                    self._latency(root) if not root % self.latency_sample else None,
+                )
+            )
         return done
 
     def fail(self, roots: Iterable[int]) -> list[Outcome]:

@@ -31,9 +31,14 @@ def _load(path: str, overrides: tuple[str, ...] = (), env_filter: bool = False):
 def _env_filter_option(command):
     """`-e/--env-filter`, as Flux's: replace ${ENV-NAME} in the file with environment variable
     NAME before parsing."""
-    return click.option("-e", "--env-filter", "env_filter", is_flag=True,
-                        help="Replace ${ENV-NAME} in the topology file with the environment "
-                             "variable NAME (as Flux's -e).")(command)
+    return click.option(
+        "-e",
+        "--env-filter",
+        "env_filter",
+        is_flag=True,
+        help="Replace ${ENV-NAME} in the topology file with the environment "
+        "variable NAME (as Flux's -e).",
+    )(command)
 
 
 def _log_warnings() -> None:
@@ -68,23 +73,54 @@ def main() -> None:
 
 @main.command()
 @click.argument("topology", type=click.Path(exists=True, dir_okay=False))
-@click.option("--duration", type=click.FloatRange(min=0), metavar="SECONDS",
-              help="Stop after this many seconds (default: run until Ctrl-C).")
-@click.option("--stats-json", type=click.Path(dir_okay=False, writable=True), metavar="PATH",
-              help="Write the run's statistics as JSON here when it ends.")
+@click.option(
+    "--duration",
+    type=click.FloatRange(min=0),
+    metavar="SECONDS",
+    help="Stop after this many seconds (default: run until Ctrl-C).",
+)
+@click.option(
+    "--stats-json",
+    type=click.Path(dir_okay=False, writable=True),
+    metavar="PATH",
+    help="Write the run's statistics as JSON here when it ends.",
+)
 @click.option("--quiet", is_flag=True, help="No live view; only warnings, errors and the summary.")
-@click.option("-c", "--config", "overrides", multiple=True, metavar="KEY=VALUE",
-              help="Override a topology config key (repeatable), e.g. -c topology.debug=true.")
-@click.option("--strict", is_flag=True,
-              help="Report protocol misuse per message instead of restarting the component.")
-@click.option("--ui", "ui_port", type=click.IntRange(0, 65535), is_flag=False,
-              flag_value=8765, default=None, metavar="[PORT]",
-              help="Serve a web UI on http://127.0.0.1:PORT/ while the topology runs (PORT "
-                   "defaults to 8765; 0 picks a free port).")
+@click.option(
+    "-c",
+    "--config",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a topology config key (repeatable), e.g. -c topology.debug=true.",
+)
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Report protocol misuse per message instead of restarting the component.",
+)
+@click.option(
+    "--ui",
+    "ui_port",
+    type=click.IntRange(0, 65535),
+    is_flag=False,
+    flag_value=8765,
+    default=None,
+    metavar="[PORT]",
+    help="Serve a web UI on http://127.0.0.1:PORT/ while the topology runs (PORT "
+    "defaults to 8765; 0 picks a free port).",
+)
 @_env_filter_option
-def local(topology: str, duration: float | None, stats_json: str | None, quiet: bool,
-          overrides: tuple[str, ...], env_filter: bool, strict: bool,
-          ui_port: int | None) -> None:
+def local(
+    topology: str,
+    duration: float | None,
+    stats_json: str | None,
+    quiet: bool,
+    overrides: tuple[str, ...],
+    env_filter: bool,
+    strict: bool,
+    ui_port: int | None,
+) -> None:
     """Run TOPOLOGY (our YAML, a Flux YAML or a Python file) on this machine."""
     from .supervisor import Supervisor
     from .view import LiveView
@@ -129,8 +165,11 @@ def _start_ui(model, port: int):
     try:
         ui = WebUI(model, port=port)
     except OSError as exc:
-        click.echo(f"error: cannot serve the web UI on {HOST}:{port}: {exc.strerror or exc} "
-                   "(--ui 0 picks a free port)", err=True)
+        click.echo(
+            f"error: cannot serve the web UI on {HOST}:{port}: {exc.strerror or exc} "
+            "(--ui 0 picks a free port)",
+            err=True,
+        )
         sys.exit(EXIT_RUNTIME)
     ui.start()
     click.echo(f"web UI: {ui.url}")
@@ -139,9 +178,11 @@ def _start_ui(model, port: int):
 
 def _report_to(view, ui):
     """Each report to the live view, and to the web UI (which only keeps a reference)."""
+
     def report(snap: dict) -> None:
         view.update(snap)
         ui.publish(snap)
+
     return report
 
 
@@ -154,14 +195,21 @@ def validate(topology: str, overrides: tuple[str, ...], env_filter: bool) -> Non
     _log_warnings()
     model = _load(topology, overrides, env_filter)
     tasks = sum(c.parallelism for c in model.components)
-    click.echo(f"{topology}: ok: topology '{model.name}', {len(model.spouts)} spout(s), "
-               f"{len(model.bolts)} bolt(s), {tasks} task(s)")
+    click.echo(
+        f"{topology}: ok: topology '{model.name}', {len(model.spouts)} spout(s), "
+        f"{len(model.bolts)} bolt(s), {tasks} task(s)"
+    )
 
 
 @main.command("export-flux")
 @click.argument("topology", type=click.Path(exists=True, dir_okay=False))
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), metavar="FILE",
-              help="Write the Flux YAML here (default: stdout).")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, writable=True),
+    metavar="FILE",
+    help="Write the Flux YAML here (default: stdout).",
+)
 @_env_filter_option
 def export_flux(topology: str, output: str | None, env_filter: bool) -> None:
     """Write TOPOLOGY as Flux YAML that Apache Storm's Flux runs unchanged, e.g. with:
@@ -186,11 +234,21 @@ _GRAPH_SUFFIXES = {".dot": "dot", ".gv": "dot", ".svg": "svg", ".png": "png"}
 
 @main.command()
 @click.argument("topology", type=click.Path(exists=True, dir_okay=False))
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), metavar="FILE",
-              help="Write the picture here (default: stdout).")
-@click.option("--format", "fmt", type=click.Choice(["dot", "svg", "png"]), default=None,
-              help="dot (Graphviz text, the default), or svg/png rendered by Graphviz's 'dot'; "
-                   "guessed from the -o file's suffix when not given.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, writable=True),
+    metavar="FILE",
+    help="Write the picture here (default: stdout).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["dot", "svg", "png"]),
+    default=None,
+    help="dot (Graphviz text, the default), or svg/png rendered by Graphviz's 'dot'; "
+    "guessed from the -o file's suffix when not given.",
+)
 @_env_filter_option
 def graph(topology: str, output: str | None, fmt: str | None, env_filter: bool) -> None:
     """Draw TOPOLOGY: components, streams, groupings and parallelism, as Graphviz DOT/SVG/PNG."""
@@ -212,30 +270,74 @@ def graph(topology: str, output: str | None, fmt: str | None, env_filter: bool) 
     _write_output(data, output)
 
 
-@main.command("test-component", context_settings={"ignore_unknown_options": True,
-                                                  "allow_interspersed_args": False})
-@click.option("--bolt/--spout", "is_bolt", default=True,
-              help="What the component is (default: a bolt).")
-@click.option("--conf", "conf_json", metavar="JSON",
-              help="Config keys, a JSON object merged over the host's defaults in the handshake.")
-@click.option("--context", "context_json", metavar="JSON",
-              help="The handshake context, a JSON object (default: one built like the host's).")
-@click.option("--nexts", type=click.IntRange(min=0), default=5, show_default=True,
-              help="Spouts: how many `next` commands to send.")
-@click.option("--respond", type=click.Choice(["ack", "fail", "none"]), default="ack",
-              show_default=True, help="Spouts: the answer to every message id emitted.")
-@click.option("--cwd", type=click.Path(exists=True, file_okay=False),
-              help="Run the component in this directory.")
-@click.option("--serializer", type=click.Choice(["json", "msgpack"]), default="json",
-              show_default=True)
-@click.option("--timeout", type=click.FloatRange(min=0), default=30, show_default=True,
-              help="Seconds the whole exchange may take.")
-@click.option("--reply-timeout", type=click.FloatRange(min=0), default=2, show_default=True,
-              help="Seconds to wait for an answer before moving on (shown as `(timeout)`).")
+@main.command(
+    "test-component",
+    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+)
+@click.option(
+    "--bolt/--spout", "is_bolt", default=True, help="What the component is (default: a bolt)."
+)
+@click.option(
+    "--conf",
+    "conf_json",
+    metavar="JSON",
+    help="Config keys, a JSON object merged over the host's defaults in the handshake.",
+)
+@click.option(
+    "--context",
+    "context_json",
+    metavar="JSON",
+    help="The handshake context, a JSON object (default: one built like the host's).",
+)
+@click.option(
+    "--nexts",
+    type=click.IntRange(min=0),
+    default=5,
+    show_default=True,
+    help="Spouts: how many `next` commands to send.",
+)
+@click.option(
+    "--respond",
+    type=click.Choice(["ack", "fail", "none"]),
+    default="ack",
+    show_default=True,
+    help="Spouts: the answer to every message id emitted.",
+)
+@click.option(
+    "--cwd",
+    type=click.Path(exists=True, file_okay=False),
+    help="Run the component in this directory.",
+)
+@click.option(
+    "--serializer", type=click.Choice(["json", "msgpack"]), default="json", show_default=True
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0),
+    default=30,
+    show_default=True,
+    help="Seconds the whole exchange may take.",
+)
+@click.option(
+    "--reply-timeout",
+    type=click.FloatRange(min=0),
+    default=2,
+    show_default=True,
+    help="Seconds to wait for an answer before moving on (shown as `(timeout)`).",
+)
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def test_component(is_bolt: bool, conf_json: str | None, context_json: str | None, nexts: int,
-                   respond: str, cwd: str | None, serializer: str, timeout: float,
-                   reply_timeout: float, command: tuple[str, ...]) -> None:
+def test_component(
+    is_bolt: bool,
+    conf_json: str | None,
+    context_json: str | None,
+    nexts: int,
+    respond: str,
+    cwd: str | None,
+    serializer: str,
+    timeout: float,
+    reply_timeout: float,
+    command: tuple[str, ...],
+) -> None:
     """Run one component, CMD..., through a scripted exchange and print its transcript: `->` what
     the host sent, `<-` what the component wrote. A bolt gets the tuples read from stdin, one JSON
     line each: an array of values, or {"values": [...], "stream": ..., "comp": ..., "task": ...,
@@ -253,18 +355,30 @@ def test_component(is_bolt: bool, conf_json: str | None, context_json: str | Non
     context = _json_object(context_json, "--context")
     tuples = _stdin_tuples() if is_bolt else []
     try:
-        result = run_component(list(command), tuples, kind="bolt" if is_bolt else "spout",
-                               conf=conf, context=context, cwd=cwd, timeout=timeout,
-                               serializer=serializer, nexts=nexts,
-                               respond=None if respond == "none" else respond,
-                               reply_timeout=reply_timeout)
+        result = run_component(
+            list(command),
+            tuples,
+            kind="bolt" if is_bolt else "spout",
+            conf=conf,
+            context=context,
+            cwd=cwd,
+            timeout=timeout,
+            serializer=serializer,
+            nexts=nexts,
+            respond=None if respond == "none" else respond,
+            reply_timeout=reply_timeout,
+        )
     except OSError as exc:
         click.echo(f"error: cannot start {list(command)!r}: {exc.strerror or exc}", err=True)
         sys.exit(EXIT_TOPOLOGY)
     sys.stdout.write(result.transcript_text)
     sys.stdout.flush()
-    failed = (result.exit_code != 0 or result.protocol_error is not None or result.timed_out
-              or result.pid is None)
+    failed = (
+        result.exit_code != 0
+        or result.protocol_error is not None
+        or result.timed_out
+        or result.pid is None
+    )
     sys.exit(EXIT_RUNTIME if failed else EXIT_OK)
 
 
@@ -295,10 +409,14 @@ def _stdin_tuples() -> list:
         except ValueError as exc:
             click.echo(f"error: stdin line {n}: not JSON: {exc}", err=True)
             sys.exit(EXIT_TOPOLOGY)
-        if not isinstance(value, (list, dict)) or (isinstance(value, dict)
-                                                   and "values" not in value):
-            click.echo(f"error: stdin line {n}: expected an array of values or an object with "
-                       f"\"values\", got {line.strip()[:200]}", err=True)
+        if not isinstance(value, (list, dict)) or (
+            isinstance(value, dict) and "values" not in value
+        ):
+            click.echo(
+                f"error: stdin line {n}: expected an array of values or an object with "
+                f'"values", got {line.strip()[:200]}',
+                err=True,
+            )
             sys.exit(EXIT_TOPOLOGY)
         tuples.append(value)
     return tuples

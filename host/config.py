@@ -92,84 +92,133 @@ class Key:
     nullable: bool = False
 
 
-KEYS: dict[str, Key] = {k.name: k for k in (
-    Key(MESSAGE_TIMEOUT_SECS, 30, _positive_int),
-    Key(MAX_SPOUT_PENDING, None, _positive_int, component_level=True, nullable=True),
-    # 0 turns acking off; unset = one acker (Storm: one per worker, and we are one worker)
-    Key(ACKER_EXECUTORS, None, _non_negative_int, nullable=True),
-    Key(SHELLBOLT_MAX_PENDING, 100, _positive_int),
-    Key(SUBPROCESS_TIMEOUT_SECS, None, _positive_int, nullable=True),
-    Key(WORKER_TIMEOUT_SECS, 30, _positive_int),
-    Key(TICK_TUPLE_FREQ_SECS, None, _positive_int, component_level=True, nullable=True),
-    Key(DEBUG, False, _boolean, component_level=True),
-    Key(ENABLE_MESSAGE_TIMEOUTS, True, _boolean),
-    Key(HANDSHAKE_TIMEOUT_SECS, 30, _positive_number),
-    Key(RESTART_BACKOFF_INITIAL_SECS, 0.5, _positive_number),
-    Key(RESTART_BACKOFF_MAX_SECS, 30, _positive_number),
-    # more than this many restarts within the window and the component is declared fatal
-    Key(RESTART_MAX, 10, _non_negative_int),
-    Key(RESTART_WINDOW_SECS, 60, _positive_number),
-    Key(SHUTDOWN_GRACE_SECS, 5, _non_negative_number),
-    Key(SPOUT_IDLE_MAX_SLEEP_MS, 100, _non_negative_number),
-    # ack / fail commands written to a spout before waiting for their syncs; 1 = Storm's strict
-    # one-command-at-a-time exchange
-    Key(SPOUT_ACK_BATCH, 100, _positive_int),
-    # exchanges (a `next`, or one batch of ack / fail) written to a spout before the oldest is
-    # answered by `sync`, so that the spout works while the host handles what it emitted (fewer
-    # when max.spout.pending would not leave room for what they emit); 1 with
-    # host.spout.ack.batch 1 = Storm's strict one-command-at-a-time exchange
-    Key(SPOUT_NEXT_DEPTH, 32, _positive_int),
-    # tuples written to a bolt task and not yet acked or failed. Storm bounds only the tuples
-    # not yet written (topology.shellbolt.max.pending); written ones are bounded by the pipe and
-    # the component. We bound them too, so that host memory stays bounded whatever a component
-    # does; a window well beyond one read's worth keeps the bolt busy while the host handles
-    # what it wrote. A bolt that holds tuples unacked (a batching sink) holds at most this many.
-    Key(BOLT_MAX_IN_FLIGHT, 1000, _positive_int),
-    # complete latency is timed for one spout tuple in this many (1 = all: 24 more bytes each)
-    Key(ACKER_LATENCY_SAMPLE, 16, _positive_int),
-    Key(MAX_FRAME_BYTES, 16 * 1024 * 1024, _positive_int),
-)}
+KEYS: dict[str, Key] = {
+    k.name: k
+    for k in (
+        Key(MESSAGE_TIMEOUT_SECS, 30, _positive_int),
+        Key(MAX_SPOUT_PENDING, None, _positive_int, component_level=True, nullable=True),
+        # 0 turns acking off; unset = one acker (Storm: one per worker, and we are one worker)
+        Key(ACKER_EXECUTORS, None, _non_negative_int, nullable=True),
+        Key(SHELLBOLT_MAX_PENDING, 100, _positive_int),
+        Key(SUBPROCESS_TIMEOUT_SECS, None, _positive_int, nullable=True),
+        Key(WORKER_TIMEOUT_SECS, 30, _positive_int),
+        Key(TICK_TUPLE_FREQ_SECS, None, _positive_int, component_level=True, nullable=True),
+        Key(DEBUG, False, _boolean, component_level=True),
+        Key(ENABLE_MESSAGE_TIMEOUTS, True, _boolean),
+        Key(HANDSHAKE_TIMEOUT_SECS, 30, _positive_number),
+        Key(RESTART_BACKOFF_INITIAL_SECS, 0.5, _positive_number),
+        Key(RESTART_BACKOFF_MAX_SECS, 30, _positive_number),
+        # more than this many restarts within the window and the component is declared fatal
+        Key(RESTART_MAX, 10, _non_negative_int),
+        Key(RESTART_WINDOW_SECS, 60, _positive_number),
+        Key(SHUTDOWN_GRACE_SECS, 5, _non_negative_number),
+        Key(SPOUT_IDLE_MAX_SLEEP_MS, 100, _non_negative_number),
+        # ack / fail commands written to a spout before waiting for their syncs; 1 = Storm's strict
+        # one-command-at-a-time exchange
+        Key(SPOUT_ACK_BATCH, 100, _positive_int),
+        # exchanges (a `next`, or one batch of ack / fail) written to a spout before the oldest is
+        # answered by `sync`, so that the spout works while the host handles what it emitted (fewer
+        # when max.spout.pending would not leave room for what they emit); 1 with
+        # host.spout.ack.batch 1 = Storm's strict one-command-at-a-time exchange
+        Key(SPOUT_NEXT_DEPTH, 32, _positive_int),
+        # tuples written to a bolt task and not yet acked or failed. Storm bounds only the tuples
+        # not yet written (topology.shellbolt.max.pending); written ones are bounded by the pipe and
+        # the component. We bound them too, so that host memory stays bounded whatever a component
+        # does; a window well beyond one read's worth keeps the bolt busy while the host handles
+        # what it wrote. A bolt that holds tuples unacked (a batching sink) holds at most this many.
+        Key(BOLT_MAX_IN_FLIGHT, 1000, _positive_int),
+        # complete latency is timed for one spout tuple in this many (1 = all: 24 more bytes each)
+        Key(ACKER_LATENCY_SAMPLE, 16, _positive_int),
+        Key(MAX_FRAME_BYTES, 16 * 1024 * 1024, _positive_int),
+    )
+}
 
 DEFAULTS: dict[str, object] = {k.name: k.default for k in KEYS.values() if k.default is not None}
 
 # Storm's whitelist of keys a component's own configuration may set (spec §3.3). Everything else
 # that Storm knows is topology-wide and silently dropped from component config.
-COMPONENT_WHITELIST = frozenset({
-    DEBUG, MAX_SPOUT_PENDING, "topology.max.task.parallelism", "topology.transactional.id",
-    TICK_TUPLE_FREQ_SECS, "topology.sleep.spout.wait.strategy.time.ms",
-    "topology.spout.wait.strategy", "topology.bolts.tuple.timestamp.max.lag.ms",
-    "topology.bolts.message.id.field.name", "topology.bolts.late.tuple.stream",
-    "topology.state.provider", "topology.state.provider.config",
-})
+COMPONENT_WHITELIST = frozenset(
+    {
+        DEBUG,
+        MAX_SPOUT_PENDING,
+        "topology.max.task.parallelism",
+        "topology.transactional.id",
+        TICK_TUPLE_FREQ_SECS,
+        "topology.sleep.spout.wait.strategy.time.ms",
+        "topology.spout.wait.strategy",
+        "topology.bolts.tuple.timestamp.max.lag.ms",
+        "topology.bolts.message.id.field.name",
+        "topology.bolts.late.tuple.stream",
+        "topology.state.provider",
+        "topology.state.provider.config",
+    }
+)
 _WHITELIST_PREFIXES = ("topology.bolts.window.", "topology.bolts.sliding.interval.")
 
 # Storm keys outside our table, so that "known Storm key" means what it means to Storm: these are
 # dropped from component config, whereas a custom `topology.myapp.x` passes through.
-_OTHER_STORM_TOPOLOGY_KEYS = frozenset({
-    "topology.name", "topology.workers", "topology.tasks", "topology.eventlogger.executors",
-    "topology.multilang.serializer", "topology.multilang.log.handler",
-    "topology.skip.missing.kryo.registrations", "topology.kryo.register",
-    "topology.kryo.decorators", "topology.kryo.factory", "topology.tuple.serializer",
-    "topology.fall.back.on.java.serialization", "topology.stats.sample.rate",
-    "topology.builtin.metrics.bucket.size.secs", "topology.metrics.consumer.register",
-    "topology.worker.childopts", "topology.worker.logwriter.childopts", "topology.classpath",
-    "topology.environment", "topology.max.error.report.per.interval",
-    "topology.error.throttle.interval.secs", "topology.trident.batch.emit.interval.millis",
-    "topology.testing.always.try.serialize", "topology.state.synchronization.timeout.secs",
-    "topology.state.checkpoint.interval.ms", "topology.backpressure.enable",
-    "topology.executor.receive.buffer.size", "topology.transfer.buffer.size",
-    "topology.transfer.batch.size", "topology.producer.batch.size",
-    "topology.batch.flush.interval.millis", "topology.disable.loadaware.messaging",
-    "topology.worker.shared.thread.pool.size", "topology.auto-credentials",
-    "topology.scheduler.strategy", "topology.priority", "topology.worker.max.heap.size.mb",
-    "topology.component.resources.onheap.memory.mb",
-    "topology.component.resources.offheap.memory.mb", "topology.component.cpu.pcore.percent",
-    "topology.users", "topology.groups", "topology.submitter.principal",
-    "topology.submitter.user", "topology.version",
-})
+_OTHER_STORM_TOPOLOGY_KEYS = frozenset(
+    {
+        "topology.name",
+        "topology.workers",
+        "topology.tasks",
+        "topology.eventlogger.executors",
+        "topology.multilang.serializer",
+        "topology.multilang.log.handler",
+        "topology.skip.missing.kryo.registrations",
+        "topology.kryo.register",
+        "topology.kryo.decorators",
+        "topology.kryo.factory",
+        "topology.tuple.serializer",
+        "topology.fall.back.on.java.serialization",
+        "topology.stats.sample.rate",
+        "topology.builtin.metrics.bucket.size.secs",
+        "topology.metrics.consumer.register",
+        "topology.worker.childopts",
+        "topology.worker.logwriter.childopts",
+        "topology.classpath",
+        "topology.environment",
+        "topology.max.error.report.per.interval",
+        "topology.error.throttle.interval.secs",
+        "topology.trident.batch.emit.interval.millis",
+        "topology.testing.always.try.serialize",
+        "topology.state.synchronization.timeout.secs",
+        "topology.state.checkpoint.interval.ms",
+        "topology.backpressure.enable",
+        "topology.executor.receive.buffer.size",
+        "topology.transfer.buffer.size",
+        "topology.transfer.batch.size",
+        "topology.producer.batch.size",
+        "topology.batch.flush.interval.millis",
+        "topology.disable.loadaware.messaging",
+        "topology.worker.shared.thread.pool.size",
+        "topology.auto-credentials",
+        "topology.scheduler.strategy",
+        "topology.priority",
+        "topology.worker.max.heap.size.mb",
+        "topology.component.resources.onheap.memory.mb",
+        "topology.component.resources.offheap.memory.mb",
+        "topology.component.cpu.pcore.percent",
+        "topology.users",
+        "topology.groups",
+        "topology.submitter.principal",
+        "topology.submitter.user",
+        "topology.version",
+    }
+)
 # Cluster-level namespaces: every key in them is Storm's own.
-_STORM_PREFIXES = ("storm.", "nimbus.", "supervisor.", "worker.", "drpc.", "ui.", "logviewer.",
-                   "pacemaker.", "transactional.", "dev.zookeeper.")
+_STORM_PREFIXES = (
+    "storm.",
+    "nimbus.",
+    "supervisor.",
+    "worker.",
+    "drpc.",
+    "ui.",
+    "logviewer.",
+    "pacemaker.",
+    "transactional.",
+    "dev.zookeeper.",
+)
 
 
 def is_component_level(key: str) -> bool:
@@ -181,12 +230,18 @@ def is_component_level(key: str) -> bool:
 
 def is_known_key(key: str) -> bool:
     """A key Storm (or the host, under `host.`) defines, as opposed to a user's custom key."""
-    return (key in KEYS or key in COMPONENT_WHITELIST or key in _OTHER_STORM_TOPOLOGY_KEYS
-            or key.startswith(_WHITELIST_PREFIXES) or key.startswith(_STORM_PREFIXES)
-            or key.startswith(HOST_PREFIX))
+    return (
+        key in KEYS
+        or key in COMPONENT_WHITELIST
+        or key in _OTHER_STORM_TOPOLOGY_KEYS
+        or key.startswith(_WHITELIST_PREFIXES)
+        or key.startswith(_STORM_PREFIXES)
+        or key.startswith(HOST_PREFIX)
+    )
 
 
 # ---- checking a config dict ---------------------------------------------------------------------
+
 
 def _json_problem(value: object) -> str | None:
     """Config is sent to every component as JSON: YAML dates, sets and the like cannot go."""
@@ -200,22 +255,33 @@ def _json_problem(value: object) -> str | None:
         if not all(isinstance(k, str) for k in value):
             return "mapping keys must be strings (the value is sent to components as JSON)"
         return next((p for p in map(_json_problem, value.values()) if p), None)
-    return (f"must be a JSON value (string, number, boolean, null, list or mapping), "
-            f"not {type(value).__name__}; quote it if you meant a string")
+    return (
+        f"must be a JSON value (string, number, boolean, null, list or mapping), "
+        f"not {type(value).__name__}; quote it if you meant a string"
+    )
 
 
-def check_config(conf: object, *, file: str | None = None, component: str | None = None,
-                 strict: bool = True) -> None:
+def check_config(
+    conf: object, *, file: str | None = None, component: str | None = None, strict: bool = True
+) -> None:
     """Raise TopologyError for the first bad entry of a topology config (`component` None) or of
     a component's config. With `strict`, component config may not set topology-wide known keys
     (Storm would silently ignore them; we say so instead). Flux loaders pass strict=False."""
     if not isinstance(conf, dict):
-        raise TopologyError(f"config must be a mapping of keys to values, not "
-                            f"{type(conf).__name__}", file=file, component=component, key="config")
+        raise TopologyError(
+            f"config must be a mapping of keys to values, not {type(conf).__name__}",
+            file=file,
+            component=component,
+            key="config",
+        )
     for key, value in conf.items():
         if not isinstance(key, str) or not key:
-            raise TopologyError(f"config keys must be non-empty strings, got {key!r}", file=file,
-                                component=component, key="config")
+            raise TopologyError(
+                f"config keys must be non-empty strings, got {key!r}",
+                file=file,
+                component=component,
+                key="config",
+            )
         problem = _entry_problem(key, value, component is not None and strict)
         if problem:
             raise TopologyError(problem, file=file, component=component, key=key)
@@ -228,8 +294,10 @@ def _entry_problem(key: str, value: object, component_scope: bool) -> str | None
         known = ", ".join(sorted(k for k in KEYS if k.startswith(HOST_PREFIX)))
         return f"unknown host setting; the host's settings are: {known}"
     if component_scope and not is_component_level(key):
-        return ("is topology-wide: a component's config cannot set it (Storm ignores it there); "
-                "move it to the topology's config")
+        return (
+            "is topology-wide: a component's config cannot set it (Storm ignores it there); "
+            "move it to the topology's config"
+        )
     spec = KEYS.get(key)
     if spec is not None and not (value is None and spec.nullable):
         problem = spec.check(value)
@@ -241,12 +309,15 @@ def _entry_problem(key: str, value: object, component_scope: bool) -> str | None
 
 def _check_backoff(conf: Mapping, file: str | None) -> None:
     if restart_backoff_max_secs(conf) < restart_backoff_initial_secs(conf):
-        raise TopologyError(f"must be >= {RESTART_BACKOFF_INITIAL_SECS} "
-                            f"({restart_backoff_initial_secs(conf)})", file=file,
-                            key=RESTART_BACKOFF_MAX_SECS)
+        raise TopologyError(
+            f"must be >= {RESTART_BACKOFF_INITIAL_SECS} ({restart_backoff_initial_secs(conf)})",
+            file=file,
+            key=RESTART_BACKOFF_MAX_SECS,
+        )
 
 
 # ---- effective configuration --------------------------------------------------------------------
+
 
 def _component_of(topology: Topology, component: Component | str) -> Component:
     return topology.component(component) if isinstance(component, str) else component
@@ -287,6 +358,7 @@ def tick_freq(topology: Topology, component: Component | str) -> int | None:
 
 
 # ---- typed accessors (take an effective or topology config) -------------------------------------
+
 
 def _get(conf: Mapping, key: str):
     value = conf.get(key)

@@ -12,8 +12,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from host import config as cfg
-from host.model import (ALL, DIRECT, FIELDS, GLOBAL, LOCAL_OR_SHUFFLE, NONE, PARTIAL_KEY, SHUFFLE,
-                        Component, Grouping, Topology)
+from host.model import (
+    ALL,
+    DIRECT,
+    FIELDS,
+    GLOBAL,
+    LOCAL_OR_SHUFFLE,
+    NONE,
+    PARTIAL_KEY,
+    SHUFFLE,
+    Component,
+    Grouping,
+    Topology,
+)
 from multilang.messages import ACKER_COMPONENT
 
 ACKER = ACKER_COMPONENT
@@ -60,7 +71,10 @@ def assign_tasks(topology: Topology) -> TaskMap:
 # ---- context ------------------------------------------------------------------------------------
 
 _GROUPING_TYPE_NAMES = {
-    SHUFFLE: "SHUFFLE", ALL: "ALL", NONE: "NONE", DIRECT: "DIRECT",
+    SHUFFLE: "SHUFFLE",
+    ALL: "ALL",
+    NONE: "NONE",
+    DIRECT: "DIRECT",
     LOCAL_OR_SHUFFLE: "LOCAL_OR_SHUFFLE",
     PARTIAL_KEY: "CUSTOM_SERIALIZED",  # Storm declares partial-key as a custom grouping
 }
@@ -120,8 +134,9 @@ def _component_context(topology: Topology, tasks: TaskMap, comp: Component) -> d
     }
 
 
-def build_context(topology: Topology, tasks: TaskMap, component: Component | str,
-                  task: int) -> dict:
+def build_context(
+    topology: Topology, tasks: TaskMap, component: Component | str, task: int
+) -> dict:
     """The handshake `context` for one task (spec §3.2, Storm >= 0.10 keys). A fresh dict each
     call; use HandshakeCache to build the per-component part once."""
     comp = _component(topology, component)
@@ -137,6 +152,7 @@ def _check_task(tasks: TaskMap, comp: Component, task: int) -> None:
 
 # ---- conf ---------------------------------------------------------------------------------------
 
+
 def storm_id(topology: Topology, run_id: str | int) -> str:
     """Like Storm's `<name>-<counter>-<timestamp>` ids: unique per run."""
     return f"{topology.name}-{run_id}"
@@ -147,13 +163,15 @@ def build_conf(topology: Topology, component: Component | str, run_id: str | int
     and libraries read (`topology.name` for pystorm's log naming, `storm.id`, the cluster mode).
     Unset optional keys (`topology.max.spout.pending`, ticks for bolts) are left out."""
     conf = cfg.effective_config(topology, _component(topology, component))
-    conf.update({
-        "topology.name": topology.name,
-        "storm.id": storm_id(topology, run_id),
-        "storm.cluster.mode": CLUSTER_MODE,
-        cfg.DEBUG: cfg.debug(conf),
-        cfg.MESSAGE_TIMEOUT_SECS: cfg.message_timeout_secs(conf),
-    })
+    conf.update(
+        {
+            "topology.name": topology.name,
+            "storm.id": storm_id(topology, run_id),
+            "storm.cluster.mode": CLUSTER_MODE,
+            cfg.DEBUG: cfg.debug(conf),
+            cfg.MESSAGE_TIMEOUT_SECS: cfg.message_timeout_secs(conf),
+        }
+    )
     return conf
 
 

@@ -17,8 +17,14 @@ def _one_line(text: str) -> str:
 class TopologyError(HostError):
     """A topology that cannot run. Names the file, the component and the key (exit code 2)."""
 
-    def __init__(self, problem: str, *, file: str | None = None, component: str | None = None,
-                 key: str | None = None):
+    def __init__(
+        self,
+        problem: str,
+        *,
+        file: str | None = None,
+        component: str | None = None,
+        key: str | None = None,
+    ):
         self.problem = problem
         self.file = file
         self.component = component
@@ -36,8 +42,15 @@ class TopologyError(HostError):
 class ComponentError(HostError):
     """Something a running component did wrong: names component, task, pid and what it wrote."""
 
-    def __init__(self, problem: str, *, component: str, task: int, pid: int | None = None,
-                 raw: str | None = None):
+    def __init__(
+        self,
+        problem: str,
+        *,
+        component: str,
+        task: int,
+        pid: int | None = None,
+        raw: str | None = None,
+    ):
         self.problem = problem
         self.component = component
         self.task = task

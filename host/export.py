@@ -27,18 +27,44 @@ from pathlib import Path
 import yaml
 
 from host.errors import TopologyError
-from host.flux import (FIELDS_CLASS, FLUX_SHELL_BOLT, FLUX_SHELL_SPOUT,
-                       MAX_TASK_PARALLELISM, PARTIAL_KEY_GROUPING, TEST_WORD_SPOUT, Builtin,
-                       builtin_for_command, resources_dir)
-from host.model import (ALL, DIRECT, FIELDS, GLOBAL, LOCAL_OR_SHUFFLE, NONE, PARTIAL_KEY, SHUFFLE,
-                        Component, Input, Topology)
+from host.flux import (
+    FIELDS_CLASS,
+    FLUX_SHELL_BOLT,
+    FLUX_SHELL_SPOUT,
+    MAX_TASK_PARALLELISM,
+    PARTIAL_KEY_GROUPING,
+    TEST_WORD_SPOUT,
+    Builtin,
+    builtin_for_command,
+    resources_dir,
+)
+from host.model import (
+    ALL,
+    DIRECT,
+    FIELDS,
+    GLOBAL,
+    LOCAL_OR_SHUFFLE,
+    NONE,
+    PARTIAL_KEY,
+    SHUFFLE,
+    Component,
+    Input,
+    Topology,
+)
 from multilang.messages import DEFAULT_STREAM
 
 log = logging.getLogger("host.export")
 
-_FLUX_TYPES = {SHUFFLE: "SHUFFLE", LOCAL_OR_SHUFFLE: "LOCAL_OR_SHUFFLE", FIELDS: "FIELDS",
-               GLOBAL: "GLOBAL", ALL: "ALL", NONE: "NONE", DIRECT: "DIRECT",
-               PARTIAL_KEY: "CUSTOM"}
+_FLUX_TYPES = {
+    SHUFFLE: "SHUFFLE",
+    LOCAL_OR_SHUFFLE: "LOCAL_OR_SHUFFLE",
+    FIELDS: "FIELDS",
+    GLOBAL: "GLOBAL",
+    ALL: "ALL",
+    NONE: "NONE",
+    DIRECT: "DIRECT",
+    PARTIAL_KEY: "CUSTOM",
+}
 
 
 def export_flux(topology: Topology, *, base_dir: str | os.PathLike | None = None) -> str:
@@ -59,9 +85,14 @@ def export_flux(topology: Topology, *, base_dir: str | os.PathLike | None = None
         doc["bolts"] = bolts
     if streams:
         doc["streams"] = streams
-    return _header(topology) + yaml.dump(doc, Dumper=_Dumper, sort_keys=False,
-                                         default_flow_style=False, allow_unicode=True,
-                                         width=1000)
+    return _header(topology) + yaml.dump(
+        doc,
+        Dumper=_Dumper,
+        sort_keys=False,
+        default_flow_style=False,
+        allow_unicode=True,
+        width=1000,
+    )
 
 
 class _Dumper(yaml.SafeDumper):
@@ -87,10 +118,12 @@ def _base(topology: Topology, base_dir: str | os.PathLike | None) -> Path:
 
 def _header(topology: Topology) -> str:
     source = f" from {topology.source}" if topology.source else ""
-    return (f"# Flux topology exported by `python -m host export-flux`{source}.\n"
-            f"# Run it on a Storm cluster from a jar that holds the component scripts (and the\n"
-            f"# multilang client libraries they use) under resources/:\n"
-            f"#   storm jar <topology.jar> org.apache.storm.flux.Flux --remote <this file>\n")
+    return (
+        f"# Flux topology exported by `python -m host export-flux`{source}.\n"
+        f"# Run it on a Storm cluster from a jar that holds the component scripts (and the\n"
+        f"# multilang client libraries they use) under resources/:\n"
+        f"#   storm jar <topology.jar> org.apache.storm.flux.Flux --remote <this file>\n"
+    )
 
 
 def _plain(value: object) -> object:
@@ -108,15 +141,18 @@ def _where(topology: Topology, c: Component) -> dict:
 
 # ---- spouts and bolts ---------------------------------------------------------------------------
 
+
 def _component(c: Component, topology: Topology, base: Path) -> dict:
     _warn_host_only_switches(c)
     _warn_task_cap(c, topology)
     builtin = builtin_for_command(c.command)
     if builtin is not None:
         return _builtin(c, builtin, topology)
-    entry: dict = {"id": c.id,
-                   "className": FLUX_SHELL_SPOUT if c.is_spout else FLUX_SHELL_BOLT,
-                   "constructorArgs": [list(c.command)]}
+    entry: dict = {
+        "id": c.id,
+        "className": FLUX_SHELL_SPOUT if c.is_spout else FLUX_SHELL_BOLT,
+        "constructorArgs": [list(c.command)],
+    }
     methods = _stream_methods(c, topology) + _config_methods(c) + _env_methods(c)
     methods += _cwd_methods(c, base)
     if methods:
@@ -130,12 +166,19 @@ def _stream_methods(c: Component, topology: Topology) -> list[dict]:
     for stream, fields in c.outputs.items():
         if not fields:
             if topology.subscribers(c.id, stream):
-                raise TopologyError(f"stream {stream!r} has no fields and bolts subscribe to it: "
-                                    f"Storm's Flux cannot declare a stream without fields (it "
-                                    f"fails on empty lists); give the stream a field",
-                                    key=f"outputs.{stream}", **_where(topology, c))
-            log.warning("%s: stream %r has no fields: left out (Storm's Flux cannot declare a "
-                        "stream without fields); emits to it would fail on Storm", c.id, stream)
+                raise TopologyError(
+                    f"stream {stream!r} has no fields and bolts subscribe to it: "
+                    f"Storm's Flux cannot declare a stream without fields (it "
+                    f"fails on empty lists); give the stream a field",
+                    key=f"outputs.{stream}",
+                    **_where(topology, c),
+                )
+            log.warning(
+                "%s: stream %r has no fields: left out (Storm's Flux cannot declare a "
+                "stream without fields); emits to it would fail on Storm",
+                c.id,
+                stream,
+            )
             continue
         if stream == DEFAULT_STREAM:
             methods.append({"name": "setDefaultStream", "args": [list(fields)]})
@@ -148,8 +191,7 @@ def _config_methods(c: Component) -> list[dict]:
     methods = []
     for key, value in c.config.items():
         if value is None:
-            log.warning("%s: config %s is null: left out (Flux refuses null arguments)", c.id,
-                        key)
+            log.warning("%s: config %s is null: left out (Flux refuses null arguments)", c.id, key)
             continue
         methods.append({"name": "addComponentConfig", "args": [key, _plain(value)]})
     return methods
@@ -165,8 +207,13 @@ def _cwd_methods(c: Component, base: Path) -> list[dict]:
         return []
     if cwd == os.path.normpath(os.getcwd()):
         return [{"name": "changeChildCWD", "args": [False]}]
-    log.warning("%s: cwd %s left out: Storm runs shell components in the topology's resources "
-                "directory (here %s, or resources/ beside it)", c.id, c.cwd, base)
+    log.warning(
+        "%s: cwd %s left out: Storm runs shell components in the topology's resources "
+        "directory (here %s, or resources/ beside it)",
+        c.id,
+        c.cwd,
+        base,
+    )
     return []
 
 
@@ -175,43 +222,62 @@ def _warn_host_only_switches(c: Component) -> None:
     for name, default in defaults.items():
         value = getattr(c, name)
         if value != default:
-            log.warning("%s: %s: %r left out: Flux has no per-component setting for it", c.id,
-                        name, value)
+            log.warning(
+                "%s: %s: %r left out: Flux has no per-component setting for it", c.id, name, value
+            )
 
 
 def _warn_task_cap(c: Component, topology: Topology) -> None:
     cap = c.config.get(MAX_TASK_PARALLELISM, topology.config.get(MAX_TASK_PARALLELISM))
     if isinstance(cap, int) and not isinstance(cap, bool) and c.parallelism > cap:
-        log.warning("%s: Storm will run %d task(s), not %d: %s is %d", c.id, cap, c.parallelism,
-                    MAX_TASK_PARALLELISM, cap)
+        log.warning(
+            "%s: Storm will run %d task(s), not %d: %s is %d",
+            c.id,
+            cap,
+            c.parallelism,
+            MAX_TASK_PARALLELISM,
+            cap,
+        )
 
 
 def _builtin(c: Component, builtin: Builtin, topology: Topology) -> dict:
     where = _where(topology, c)
     if c.kind != builtin.kind:
-        raise TopologyError(f"{builtin.class_name} is a {builtin.kind}, declared here as a "
-                            f"{c.kind}", key="command", **where)
+        raise TopologyError(
+            f"{builtin.class_name} is a {builtin.kind}, declared here as a {c.kind}",
+            key="command",
+            **where,
+        )
     if dict(c.outputs) != dict(builtin.outputs):
-        raise TopologyError(f"{builtin.short_name} declares {dict(builtin.outputs) or 'no'} "
-                            f"outputs; the Java class cannot declare {dict(c.outputs)}",
-                            key="outputs", **where)
+        raise TopologyError(
+            f"{builtin.short_name} declares {dict(builtin.outputs) or 'no'} "
+            f"outputs; the Java class cannot declare {dict(c.outputs)}",
+            key="outputs",
+            **where,
+        )
     entry: dict = {"id": c.id, "className": builtin.class_name}
     config = dict(c.config)
     if builtin.class_name == TEST_WORD_SPOUT and config == {MAX_TASK_PARALLELISM: 1}:
         entry["constructorArgs"] = [False]  # TestWordSpout(isDistributed=false)
         config = {}
     if config:
-        raise TopologyError(f"{builtin.short_name} is a Java class without addComponentConfig: "
-                            f"Storm's Flux cannot give it component config "
-                            f"({', '.join(config)})", key="config", **where)
+        raise TopologyError(
+            f"{builtin.short_name} is a Java class without addComponentConfig: "
+            f"Storm's Flux cannot give it component config "
+            f"({', '.join(config)})",
+            key="config",
+            **where,
+        )
     if c.env:
-        log.warning("%s: env left out: %s is a Java class, not a subprocess", c.id,
-                    builtin.short_name)
+        log.warning(
+            "%s: env left out: %s is a Java class, not a subprocess", c.id, builtin.short_name
+        )
     entry["parallelism"] = c.parallelism
     return entry
 
 
 # ---- streams ------------------------------------------------------------------------------------
+
 
 class _FieldsBeans:
     """One `org.apache.storm.tuple.Fields` bean per distinct field list of a partial-key
@@ -230,8 +296,9 @@ class _FieldsBeans:
                 bean_id = f"fields-{'-'.join(fields)}-{n}"
                 n += 1
             self._ids[fields] = bean_id
-            self.beans.append({"id": bean_id, "className": FIELDS_CLASS,
-                               "constructorArgs": [list(fields)]})
+            self.beans.append(
+                {"id": bean_id, "className": FIELDS_CLASS, "constructorArgs": [list(fields)]}
+            )
         return self._ids[fields]
 
 
@@ -242,8 +309,14 @@ def _stream(bolt: Component, inp: Input, topology: Topology, beans: _FieldsBeans
     if inp.grouping.type == FIELDS:
         grouping["args"] = list(inp.grouping.fields)
     elif inp.grouping.type == PARTIAL_KEY:
-        grouping["customClass"] = {"className": PARTIAL_KEY_GROUPING,
-                                   "constructorArgs": [{"ref": beans.ref(inp.grouping.fields)}]}
+        grouping["customClass"] = {
+            "className": PARTIAL_KEY_GROUPING,
+            "constructorArgs": [{"ref": beans.ref(inp.grouping.fields)}],
+        }
     label = inp.source if inp.stream == DEFAULT_STREAM else f"{inp.source} [{inp.stream}]"
-    return {"name": f"{label} --> {bolt.id}", "from": inp.source, "to": bolt.id,
-            "grouping": grouping}
+    return {
+        "name": f"{label} --> {bolt.id}",
+        "from": inp.source,
+        "to": bolt.id,
+        "grouping": grouping,
+    }

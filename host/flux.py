@@ -38,8 +38,22 @@ from pathlib import Path
 
 from host import config as cfg
 from host.errors import TopologyError
-from host.model import (ALL, BOLT, DIRECT, FIELDS, GLOBAL, LOCAL_OR_SHUFFLE, NONE, PARTIAL_KEY,
-                        SHUFFLE, SPOUT, Component, Grouping, Input, Topology)
+from host.model import (
+    ALL,
+    BOLT,
+    DIRECT,
+    FIELDS,
+    GLOBAL,
+    LOCAL_OR_SHUFFLE,
+    NONE,
+    PARTIAL_KEY,
+    SHUFFLE,
+    SPOUT,
+    Component,
+    Grouping,
+    Input,
+    Topology,
+)
 from multilang.messages import DEFAULT_STREAM
 
 log = logging.getLogger("host.flux")
@@ -80,11 +94,14 @@ class Builtin:
         return self.class_name.rsplit(".", 1)[-1]
 
 
-BUILTINS: dict[str, Builtin] = {b.class_name: b for b in (
-    Builtin(LOG_INFO_BOLT, BOLT, "log_info_bolt", {}),
-    Builtin(TEST_WORD_COUNTER, BOLT, "test_word_counter", {DEFAULT_STREAM: ("word", "count")}),
-    Builtin(TEST_WORD_SPOUT, SPOUT, "test_word_spout", {DEFAULT_STREAM: ("word",)}),
-)}
+BUILTINS: dict[str, Builtin] = {
+    b.class_name: b
+    for b in (
+        Builtin(LOG_INFO_BOLT, BOLT, "log_info_bolt", {}),
+        Builtin(TEST_WORD_COUNTER, BOLT, "test_word_counter", {DEFAULT_STREAM: ("word", "count")}),
+        Builtin(TEST_WORD_SPOUT, SPOUT, "test_word_spout", {DEFAULT_STREAM: ("word",)}),
+    )
+}
 
 
 def builtin_for_command(command: Sequence[str]) -> Builtin | None:
@@ -97,26 +114,72 @@ def builtin_for_command(command: Sequence[str]) -> Builtin | None:
 
 # ---- keys Flux's bean model knows (SnakeYAML refuses any other) ---------------------------------
 
-TOPOLOGY_KEYS = ("name", "config", "components", "includes", "spouts", "bolts", "streams",
-                 "topologySource", "workerHooks")
-COMPONENT_KEYS = ("id", "className", "constructorArgs", "configMethods", "properties",
-                  "parallelism", "numTasks", "config", "onHeapMemoryLoad", "offHeapMemoryLoad",
-                  "cpuLoad", "factory", "factoryArgs")
-BEAN_KEYS = ("id", "className", "constructorArgs", "configMethods", "properties", "factory",
-             "factoryArgs")
-OBJECT_KEYS = ("className", "constructorArgs", "configMethods", "properties", "factory",
-               "factoryArgs")
+TOPOLOGY_KEYS = (
+    "name",
+    "config",
+    "components",
+    "includes",
+    "spouts",
+    "bolts",
+    "streams",
+    "topologySource",
+    "workerHooks",
+)
+COMPONENT_KEYS = (
+    "id",
+    "className",
+    "constructorArgs",
+    "configMethods",
+    "properties",
+    "parallelism",
+    "numTasks",
+    "config",
+    "onHeapMemoryLoad",
+    "offHeapMemoryLoad",
+    "cpuLoad",
+    "factory",
+    "factoryArgs",
+)
+BEAN_KEYS = (
+    "id",
+    "className",
+    "constructorArgs",
+    "configMethods",
+    "properties",
+    "factory",
+    "factoryArgs",
+)
+OBJECT_KEYS = (
+    "className",
+    "constructorArgs",
+    "configMethods",
+    "properties",
+    "factory",
+    "factoryArgs",
+)
 CONFIG_METHOD_KEYS = ("name", "args")
 PROPERTY_KEYS = ("name", "value", "ref")
 STREAM_KEYS = ("name", "from", "to", "grouping")
 GROUPING_KEYS = ("type", "streamId", "args", "customClass")
 INCLUDE_KEYS = ("resource", "file", "override")
 
-FLUX_GROUPINGS = {"SHUFFLE": SHUFFLE, "LOCAL_OR_SHUFFLE": LOCAL_OR_SHUFFLE, "FIELDS": FIELDS,
-                  "GLOBAL": GLOBAL, "ALL": ALL, "NONE": NONE, "DIRECT": DIRECT,
-                  "CUSTOM": PARTIAL_KEY}
-SHELL_METHODS = ("setDefaultStream", "setNamedStream", "addComponentConfig", "setEnv",
-                 "changeChildCWD")
+FLUX_GROUPINGS = {
+    "SHUFFLE": SHUFFLE,
+    "LOCAL_OR_SHUFFLE": LOCAL_OR_SHUFFLE,
+    "FIELDS": FIELDS,
+    "GLOBAL": GLOBAL,
+    "ALL": ALL,
+    "NONE": NONE,
+    "DIRECT": DIRECT,
+    "CUSTOM": PARTIAL_KEY,
+}
+SHELL_METHODS = (
+    "setDefaultStream",
+    "setNamedStream",
+    "addComponentConfig",
+    "setEnv",
+    "changeChildCWD",
+)
 
 
 # ================================================================================================
@@ -129,8 +192,9 @@ _PLACEHOLDER = re.compile(r".*\$\{(?P<var>ENV-(?P<env>.+)|.+)\}.*")
 _ENV_REFERENCE = re.compile(r"\$\{ENV-[^}]+\}")
 
 
-def substitute_env(text: str, *, file: str | None = None,
-                   environ: Mapping[str, str] | None = None) -> str:
+def substitute_env(
+    text: str, *, file: str | None = None, environ: Mapping[str, str] | None = None
+) -> str:
     """Replace `${ENV-NAME}` with the value of environment variable NAME, line by line as Flux's
     `-e` does. Unset variables and other placeholders (`${name}` from a properties file, which
     the host does not read) are left as they are, with a warning."""
@@ -144,14 +208,23 @@ def substitute_env(text: str, *, file: str | None = None,
             name = match.group("env")
             value = environ.get(name) if name is not None else None
             if value is not None:
-                line = body.replace(placeholder, value) + line[len(body):]
+                line = body.replace(placeholder, value) + line[len(body) :]
             elif name is not None:
-                log.warning("%s:%d: %s left as is: environment variable %s is not set",
-                            file or "<flux>", number, placeholder, name)
+                log.warning(
+                    "%s:%d: %s left as is: environment variable %s is not set",
+                    file or "<flux>",
+                    number,
+                    placeholder,
+                    name,
+                )
             else:
-                log.warning("%s:%d: %s left as is: only ${ENV-NAME} placeholders are "
-                            "substituted (properties files are not supported)",
-                            file or "<flux>", number, placeholder)
+                log.warning(
+                    "%s:%d: %s left as is: only ${ENV-NAME} placeholders are "
+                    "substituted (properties files are not supported)",
+                    file or "<flux>",
+                    number,
+                    placeholder,
+                )
         out.append(line)
     return "".join(out)
 
@@ -173,13 +246,17 @@ def _warn_unsubstituted(doc: object, file: str | None) -> None:
 
     walk(doc)
     for placeholder in sorted(seen):
-        log.warning("%s: %s left as is: pass -e/--env-filter to substitute environment "
-                    "variables", file or "<flux>", placeholder)
+        log.warning(
+            "%s: %s left as is: pass -e/--env-filter to substitute environment variables",
+            file or "<flux>",
+            placeholder,
+        )
 
 
 # ================================================================================================
 # Documents and includes
 # ================================================================================================
+
 
 @dataclass
 class _Def:
@@ -203,47 +280,74 @@ class _FluxDoc:
     streams: list[_Def] = field(default_factory=list)
 
 
-def _check_keys(mapping: Mapping, allowed: Sequence[str], *, file: str | None,
-                component: str | None = None, prefix: str = "") -> None:
+def _check_keys(
+    mapping: Mapping,
+    allowed: Sequence[str],
+    *,
+    file: str | None,
+    component: str | None = None,
+    prefix: str = "",
+) -> None:
     for key in mapping:
         if key not in allowed:
-            raise TopologyError(f"unknown key (Flux refuses it); allowed keys are: "
-                                f"{', '.join(allowed)}", file=file, component=component,
-                                key=f"{prefix}{key}")
+            raise TopologyError(
+                f"unknown key (Flux refuses it); allowed keys are: {', '.join(allowed)}",
+                file=file,
+                component=component,
+                key=f"{prefix}{key}",
+            )
 
 
 def _read_document(doc: object, file: str | None) -> _FluxDoc:
     if not isinstance(doc, dict):
-        raise TopologyError(f"a Flux topology is a mapping with the keys "
-                            f"{', '.join(TOPOLOGY_KEYS)}; this file holds a "
-                            f"{type(doc).__name__}", file=file)
+        raise TopologyError(
+            f"a Flux topology is a mapping with the keys "
+            f"{', '.join(TOPOLOGY_KEYS)}; this file holds a "
+            f"{type(doc).__name__}",
+            file=file,
+        )
     _check_keys(doc, TOPOLOGY_KEYS, file=file)
     if doc.get("topologySource") is not None:
         source = doc["topologySource"]
         name = source.get("className") if isinstance(source, dict) else source
-        raise TopologyError(f"topologySource names a Java class ({name}) that builds the topology "
-                            f"on the JVM; this host cannot run it: declare spouts, bolts and "
-                            f"streams instead", file=file, key="topologySource")
+        raise TopologyError(
+            f"topologySource names a Java class ({name}) that builds the topology "
+            f"on the JVM; this host cannot run it: declare spouts, bolts and "
+            f"streams instead",
+            file=file,
+            key="topologySource",
+        )
     hooks = _entries(doc, "workerHooks", file)
     if hooks:
-        raise TopologyError(f"worker hooks are Java classes ({_class_list(hooks)}) that this host "
-                            f"cannot run; remove them to run the topology here", file=file,
-                            key="workerHooks")
+        raise TopologyError(
+            f"worker hooks are Java classes ({_class_list(hooks)}) that this host "
+            f"cannot run; remove them to run the topology here",
+            file=file,
+            key="workerHooks",
+        )
     config = doc.get("config")
     if config is None:
         config = {}
     if not isinstance(config, dict):
-        raise TopologyError(f"config must be a mapping of keys to values, not "
-                            f"{type(config).__name__}", file=file, key="config")
+        raise TopologyError(
+            f"config must be a mapping of keys to values, not {type(config).__name__}",
+            file=file,
+            key="config",
+        )
     flux = _FluxDoc(file, name=doc.get("name"), config=dict(config))
     flux.beans = _by_id(doc, "components", file)
     flux.spouts = _by_id(doc, "spouts", file)
     flux.bolts = _by_id(doc, "bolts", file)
     for component_id in flux.spouts.keys() & flux.bolts.keys():
-        raise TopologyError("a spout and a bolt have the same id; ids must be unique across "
-                            "spouts and bolts", file=file, component=component_id, key="id")
-    flux.streams = [_Def(body, file, f"streams[{i}]")
-                    for i, body in enumerate(_entries(doc, "streams", file))]
+        raise TopologyError(
+            "a spout and a bolt have the same id; ids must be unique across spouts and bolts",
+            file=file,
+            component=component_id,
+            key="id",
+        )
+    flux.streams = [
+        _Def(body, file, f"streams[{i}]") for i, body in enumerate(_entries(doc, "streams", file))
+    ]
     return flux
 
 
@@ -257,12 +361,14 @@ def _entries(doc: dict, key: str, file: str | None) -> list[dict]:
         return []
     if not isinstance(value, list):
         hint = " (Flux lists them: '- id: ...')" if isinstance(value, dict) else ""
-        raise TopologyError(f"{key} must be a list, not {type(value).__name__}{hint}", file=file,
-                            key=key)
+        raise TopologyError(
+            f"{key} must be a list, not {type(value).__name__}{hint}", file=file, key=key
+        )
     for i, item in enumerate(value):
         if not isinstance(item, dict):
-            raise TopologyError(f"each entry must be a mapping, got {item!r}", file=file,
-                                key=f"{key}[{i}]")
+            raise TopologyError(
+                f"each entry must be a mapping, got {item!r}", file=file, key=f"{key}[{i}]"
+            )
     return value
 
 
@@ -271,12 +377,19 @@ def _by_id(doc: dict, key: str, file: str | None) -> dict[str, _Def]:
     for i, body in enumerate(_entries(doc, key, file)):
         component_id = body.get("id")
         if not isinstance(component_id, str) or not component_id:
-            raise TopologyError(f"every entry needs an 'id' (a non-empty string), got "
-                                f"{component_id!r}", file=file, key=f"{key}[{i}].id")
+            raise TopologyError(
+                f"every entry needs an 'id' (a non-empty string), got {component_id!r}",
+                file=file,
+                key=f"{key}[{i}].id",
+            )
         if component_id in out:
             # Flux would silently keep the last one; two entries with one id is always a mistake
-            raise TopologyError(f"{component_id!r} is declared twice in {key}", file=file,
-                                component=component_id, key="id")
+            raise TopologyError(
+                f"{component_id!r} is declared twice in {key}",
+                file=file,
+                component=component_id,
+                key="id",
+            )
         out[component_id] = _Def(body, file, f"{key}[{i}]")
     return out
 
@@ -291,13 +404,19 @@ def _merge_includes(flux: _FluxDoc, doc: dict, base_dir: Path, env_filter: bool)
         _check_keys(include, INCLUDE_KEYS, file=flux.file, prefix=f"{key}.")
         override = _flag(include, "override", flux.file, key)
         if _flag(include, "resource", flux.file, key):
-            raise TopologyError("resource: true loads the include from the Java classpath, which "
-                                "this host does not have; use 'resource: false' with a file path",
-                                file=flux.file, key=f"{key}.resource")
+            raise TopologyError(
+                "resource: true loads the include from the Java classpath, which "
+                "this host does not have; use 'resource: false' with a file path",
+                file=flux.file,
+                key=f"{key}.resource",
+            )
         path = include.get("file")
         if not isinstance(path, str) or not path:
-            raise TopologyError(f"give the file to include, e.g. 'file: common.yaml'; got "
-                                f"{path!r}", file=flux.file, key=f"{key}.file")
+            raise TopologyError(
+                f"give the file to include, e.g. 'file: common.yaml'; got {path!r}",
+                file=flux.file,
+                key=f"{key}.file",
+            )
         # Flux opens the path relative to the JVM's working directory; relative to the including
         # file is what works wherever the host is started from.
         target = Path(os.path.expanduser(path))
@@ -306,8 +425,9 @@ def _merge_includes(flux: _FluxDoc, doc: dict, base_dir: Path, env_filter: bool)
         included_doc = _parse_include(target, flux.file, key, env_filter)
         included = _read_document(included_doc, str(target))
         if included_doc.get("includes"):
-            log.warning("%s: its includes are ignored (Flux processes one level of includes)",
-                        target)
+            log.warning(
+                "%s: its includes are ignored (Flux processes one level of includes)", target
+            )
         _merge(flux, included, override)
 
 
@@ -316,8 +436,7 @@ def _flag(include: dict, name: str, file: str | None, key: str) -> bool:
     if value is None:
         return False
     if not isinstance(value, bool):
-        raise TopologyError(f"must be true or false, got {value!r}", file=file,
-                            key=f"{key}.{name}")
+        raise TopologyError(f"must be true or false, got {value!r}", file=file, key=f"{key}.{name}")
     return value
 
 
@@ -325,15 +444,16 @@ def _parse_include(path: Path, file: str | None, key: str, env_filter: bool) -> 
     from host.topology import parse_yaml_text, read_text  # host.topology imports this module
 
     if not path.is_file():
-        raise TopologyError(f"included file {path} does not exist", file=file,
-                            key=f"{key}.file")
+        raise TopologyError(f"included file {path} does not exist", file=file, key=f"{key}.file")
     text = read_text(path)
     if env_filter:
         text = substitute_env(text, file=str(path))
     doc = parse_yaml_text(text, file=str(path))
     if not isinstance(doc, dict):
-        raise TopologyError("an included Flux file must be a mapping (name, config, spouts, "
-                            "bolts, streams, ...)", file=str(path))
+        raise TopologyError(
+            "an included Flux file must be a mapping (name, config, spouts, bolts, streams, ...)",
+            file=str(path),
+        )
     if not env_filter:
         _warn_unsubstituted(doc, str(path))
     return doc
@@ -354,14 +474,22 @@ def _merge(flux: _FluxDoc, included: _FluxDoc, override: bool) -> None:
         mine: dict[str, _Def] = getattr(flux, section)
         for component_id, definition in getattr(included, section).items():
             if component_id in mine and not override:
-                log.warning("%s: %s %r ignored: override is false", included.file,
-                            section.rstrip("s"), component_id)
+                log.warning(
+                    "%s: %s %r ignored: override is false",
+                    included.file,
+                    section.rstrip("s"),
+                    component_id,
+                )
             else:
                 mine[component_id] = definition
     for component_id in flux.spouts.keys() & flux.bolts.keys():
-        raise TopologyError("a spout and a bolt have the same id (after includes); ids must be "
-                            "unique across spouts and bolts", file=included.file,
-                            component=component_id, key="id")
+        raise TopologyError(
+            "a spout and a bolt have the same id (after includes); ids must be "
+            "unique across spouts and bolts",
+            file=included.file,
+            component=component_id,
+            key="id",
+        )
     flux.streams.extend(included.streams)
 
 
@@ -369,8 +497,10 @@ def _merge(flux: _FluxDoc, included: _FluxDoc, override: bool) -> None:
 # Loading
 # ================================================================================================
 
-def load_flux(doc: object, *, file: str | None, base_dir: str | os.PathLike,
-              env_filter: bool = False) -> Topology:
+
+def load_flux(
+    doc: object, *, file: str | None, base_dir: str | os.PathLike, env_filter: bool = False
+) -> Topology:
     """A parsed Flux document -> a validated Topology. `base_dir` is the topology file's
     directory (the resources directory, and where relative includes are found). With
     `env_filter`, the caller has already substituted `${ENV-NAME}` in the main file; included
@@ -393,11 +523,21 @@ def load_flux(doc: object, *, file: str | None, base_dir: str | os.PathLike,
         inputs.setdefault(target, []).append(subscription)
     left_out = [bolt_id for bolt_id in bolts if bolt_id not in inputs]
     if left_out:
-        log.warning("%s: bolt(s) %s left out: no stream goes to them (Flux only adds bolts "
-                    "that are the 'to' of a stream)", file or "<flux>", ", ".join(left_out))
+        log.warning(
+            "%s: bolt(s) %s left out: no stream goes to them (Flux only adds bolts "
+            "that are the 'to' of a stream)",
+            file or "<flux>",
+            ", ".join(left_out),
+        )
     _check_sources(flux, inputs, left_out)
-    components = (*spouts, *(replace(bolt, inputs=tuple(inputs[bolt_id]))
-                             for bolt_id, bolt in bolts.items() if bolt_id in inputs))
+    components = (
+        *spouts,
+        *(
+            replace(bolt, inputs=tuple(inputs[bolt_id]))
+            for bolt_id, bolt in bolts.items()
+            if bolt_id in inputs
+        ),
+    )
     components = tuple(_cap_tasks(c, flux.config, file) for c in components)
     topology = Topology(flux.name, components, flux.config, source=file)
     validate(topology, strict_config=False)
@@ -408,10 +548,14 @@ def _check_sources(flux: _FluxDoc, inputs: dict[str, list[Input]], left_out: lis
     for stream in flux.streams:
         source = stream.body.get("from")
         if source in left_out:
-            raise TopologyError(f"stream from {source!r}: that bolt is left out because no "
-                                f"stream goes to it (Storm would reject the topology: "
-                                f"{stream.body.get('to')!r} subscribes to a component that does "
-                                f"not exist)", file=stream.file, key=f"{stream.where}.from")
+            raise TopologyError(
+                f"stream from {source!r}: that bolt is left out because no "
+                f"stream goes to it (Storm would reject the topology: "
+                f"{stream.body.get('to')!r} subscribes to a component that does "
+                f"not exist)",
+                file=stream.file,
+                key=f"{stream.where}.from",
+            )
 
 
 def _cap_tasks(c: Component, topology_config: dict, file: str | None) -> Component:
@@ -421,13 +565,17 @@ def _cap_tasks(c: Component, topology_config: dict, file: str | None) -> Compone
     if cap is None:
         return c
     if not cfg._is_int(cap) or cap < 1:
-        raise TopologyError(f"must be a positive integer, got {cap!r}", file=file,
-                            component=c.id if MAX_TASK_PARALLELISM in c.config else None,
-                            key=MAX_TASK_PARALLELISM)
+        raise TopologyError(
+            f"must be a positive integer, got {cap!r}",
+            file=file,
+            component=c.id if MAX_TASK_PARALLELISM in c.config else None,
+            key=MAX_TASK_PARALLELISM,
+        )
     return replace(c, parallelism=min(c.parallelism, cap)) if cfg._is_int(c.parallelism) else c
 
 
 # ---- spouts and bolts ---------------------------------------------------------------------------
+
 
 def _component(d: _Def, kind: str, flux: _FluxDoc, base: Path) -> Component:
     body, component_id = d.body, d.body["id"]
@@ -435,26 +583,38 @@ def _component(d: _Def, kind: str, flux: _FluxDoc, base: Path) -> Component:
     _check_keys(body, COMPONENT_KEYS, **where)
     class_name = body.get("className")
     if not isinstance(class_name, str) or not class_name:
-        raise TopologyError(f"className is required, e.g. {SHELL_CLASSES[kind]}",
-                            key="className", **where)
+        raise TopologyError(
+            f"className is required, e.g. {SHELL_CLASSES[kind]}", key="className", **where
+        )
     for key in ("factory", "factoryArgs"):
         if body.get(key) is not None:
-            raise TopologyError("static factories build Java objects; the shell wrappers are "
-                                "made with constructorArgs", key=key, **where)
+            raise TopologyError(
+                "static factories build Java objects; the shell wrappers are "
+                "made with constructorArgs",
+                key=key,
+                **where,
+            )
     if class_name in SHELL_CLASSES.values():
         if class_name != SHELL_CLASSES[kind]:
-            raise TopologyError(f"{class_name} is a {'bolt' if kind == SPOUT else 'spout'} "
-                                f"class listed under {kind}s; use {SHELL_CLASSES[kind]}",
-                                key="className", **where)
-        component = replace(_shell_component(d, kind, base),
-                            serializer=_multilang_serializer(flux.config, d.file))
+            raise TopologyError(
+                f"{class_name} is a {'bolt' if kind == SPOUT else 'spout'} "
+                f"class listed under {kind}s; use {SHELL_CLASSES[kind]}",
+                key="className",
+                **where,
+            )
+        component = replace(
+            _shell_component(d, kind, base), serializer=_multilang_serializer(flux.config, d.file)
+        )
     elif class_name in BUILTINS:
         component = _builtin_component(d, kind, BUILTINS[class_name], base)
     else:
         raise TopologyError(
             f"Java class {class_name} cannot run here: this host runs shell components "
             f"({SHELL_CLASSES[kind]}) and, as built-in Python equivalents, "
-            f"{', '.join(b.short_name for b in BUILTINS.values())}", key="className", **where)
+            f"{', '.join(b.short_name for b in BUILTINS.values())}",
+            key="className",
+            **where,
+        )
     config = _component_config_map(body, d)
     if config:
         # Flux applies the per-component `config:` map after the component's own configuration
@@ -465,8 +625,10 @@ def _component(d: _Def, kind: str, flux: _FluxDoc, base: Path) -> Component:
 # topology.multilang.serializer (spec §11): Storm's own JSON serializer, or a MessagePack one such
 # as pyleus's; it applies to shell components only (the built-ins stand for Java classes).
 MULTILANG_SERIALIZER = "topology.multilang.serializer"
-JSON_SERIALIZERS = ("org.apache.storm.multilang.JsonSerializer",
-                    "backtype.storm.multilang.JsonSerializer")
+JSON_SERIALIZERS = (
+    "org.apache.storm.multilang.JsonSerializer",
+    "backtype.storm.multilang.JsonSerializer",
+)
 
 
 def _multilang_serializer(config: dict, file: str | None) -> str:
@@ -475,24 +637,29 @@ def _multilang_serializer(config: dict, file: str | None) -> str:
         return "json"
     if isinstance(name, str) and ("msgpack" in name.lower() or "messagepack" in name.lower()):
         return "msgpack"
-    raise TopologyError(f"unknown serializer {name!r}: this host speaks JSON "
-                        f"({JSON_SERIALIZERS[0]}) and MessagePack (a class with MessagePack in "
-                        "its name, e.g. com.yelp.pyleus.serializer.MessagePackSerializer)",
-                        file=file, key=MULTILANG_SERIALIZER)
+    raise TopologyError(
+        f"unknown serializer {name!r}: this host speaks JSON "
+        f"({JSON_SERIALIZERS[0]}) and MessagePack (a class with MessagePack in "
+        "its name, e.g. com.yelp.pyleus.serializer.MessagePackSerializer)",
+        file=file,
+        key=MULTILANG_SERIALIZER,
+    )
 
 
 def _tasks(body: dict, d: _Def) -> int:
     where = {"file": d.file, "component": body["id"]}
     parallelism = body.get("parallelism", 1)
     if not cfg._is_int(parallelism) or parallelism < 1:
-        raise TopologyError(f"parallelism must be an integer >= 1, got {parallelism!r}",
-                            key="parallelism", **where)
+        raise TopologyError(
+            f"parallelism must be an integer >= 1, got {parallelism!r}", key="parallelism", **where
+        )
     num_tasks = body.get("numTasks")
     if num_tasks is None or num_tasks == -1:  # -1 is Flux's "not set"
         return parallelism
     if not cfg._is_int(num_tasks) or num_tasks < 1:
-        raise TopologyError(f"numTasks must be an integer >= 1, got {num_tasks!r}",
-                            key="numTasks", **where)
+        raise TopologyError(
+            f"numTasks must be an integer >= 1, got {num_tasks!r}", key="numTasks", **where
+        )
     return num_tasks
 
 
@@ -501,8 +668,12 @@ def _component_config_map(body: dict, d: _Def) -> dict:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise TopologyError("config must be a mapping of keys to values", file=d.file,
-                            component=body["id"], key="config")
+        raise TopologyError(
+            "config must be a mapping of keys to values",
+            file=d.file,
+            component=body["id"],
+            key="config",
+        )
     return dict(value)
 
 
@@ -513,9 +684,11 @@ def _shell_component(d: _Def, kind: str, base: Path) -> Component:
     where = {"file": d.file, "component": component_id}
     args = body.get("constructorArgs")
     if not isinstance(args, list) or len(args) not in (1, 2):
-        raise TopologyError("constructorArgs must be [[command, args...]] or "
-                            "[[command, args...], [output fields]]", key="constructorArgs",
-                            **where)
+        raise TopologyError(
+            "constructorArgs must be [[command, args...]] or [[command, args...], [output fields]]",
+            key="constructorArgs",
+            **where,
+        )
     argv = _command(args[0], **where)
     outputs: dict[str, tuple[str, ...]] = {}
     if len(args) == 2:
@@ -526,8 +699,16 @@ def _shell_component(d: _Def, kind: str, base: Path) -> Component:
     for i, prop in enumerate(_list(body, "properties", where)):
         _property(state, prop, f"properties[{i}]", where)
     cwd = os.getcwd() if state.worker_dir else resources_dir(argv, base)
-    return Component(id=component_id, kind=kind, command=argv, outputs=state.outputs,
-                     parallelism=_tasks(body, d), config=state.config, cwd=cwd, env=state.env)
+    return Component(
+        id=component_id,
+        kind=kind,
+        command=argv,
+        outputs=state.outputs,
+        parallelism=_tasks(body, d),
+        config=state.config,
+        cwd=cwd,
+        env=state.env,
+    )
 
 
 def resources_dir(command: Sequence[str], base: str | os.PathLike) -> str:
@@ -537,8 +718,11 @@ def resources_dir(command: Sequence[str], base: str | os.PathLike) -> str:
 
     base = Path(base)
     candidates = [command[0]] if command and _looks_like_script(command[0]) else []
-    candidates += [arg for previous, arg in zip(command, command[1:])
-                   if previous not in _CODE_OPTIONS and _looks_like_script(arg)]
+    candidates += [
+        arg
+        for previous, arg in zip(command, command[1:])
+        if previous not in _CODE_OPTIONS and _looks_like_script(arg)
+    ]
     resources = base / "resources"
     for script in candidates[:1]:
         if not (base / script).exists() and (resources / script).exists():
@@ -567,46 +751,60 @@ def _list(body: dict, key: str, where: dict) -> list:
 
 def _config_method(state: _ShellState, method: object, key: str, where: dict) -> None:
     if not isinstance(method, dict):
-        raise TopologyError("a config method is a mapping {name: ..., args: [...]}", key=key,
-                            **where)
+        raise TopologyError(
+            "a config method is a mapping {name: ..., args: [...]}", key=key, **where
+        )
     _check_keys(method, CONFIG_METHOD_KEYS, prefix=f"{key}.", **where)
     name = method.get("name")
     args = method.get("args")
     args = [] if args is None else args
     if not isinstance(args, list):
         raise TopologyError("args must be a list of arguments", key=f"{key}.args", **where)
-    arity = {"setDefaultStream": 1, "setNamedStream": 2, "addComponentConfig": 2, "setEnv": 1,
-             "changeChildCWD": 1}
+    arity = {
+        "setDefaultStream": 1,
+        "setNamedStream": 2,
+        "addComponentConfig": 2,
+        "setEnv": 1,
+        "changeChildCWD": 1,
+    }
     if name not in arity or len(args) != arity[name]:
         raise TopologyError(
             f"no configuration method {name!r} taking {len(args)} argument(s) on the shell "
             f"wrappers; they have setDefaultStream([fields]), setNamedStream(stream, [fields]), "
             f"addComponentConfig(key, value), setEnv({{NAME: value}}), changeChildCWD(bool)",
-            key=f"{key}.name", **where)
+            key=f"{key}.name",
+            **where,
+        )
     args_key = f"{key}.args"
     if name == "setDefaultStream":
         state.outputs[DEFAULT_STREAM] = _field_list(args[0], key=args_key, **where)
     elif name == "setNamedStream":
         stream = args[0]
         if not isinstance(stream, str) or not stream:
-            raise TopologyError(f"the stream id must be a non-empty string, got {stream!r}",
-                                key=args_key, **where)
+            raise TopologyError(
+                f"the stream id must be a non-empty string, got {stream!r}", key=args_key, **where
+            )
         state.outputs[stream] = _field_list(args[1], key=args_key, **where)
     elif name == "addComponentConfig":
         config_key, value = args
         if not isinstance(config_key, str) or not config_key:
-            raise TopologyError(f"the config key must be a non-empty string, got "
-                                f"{config_key!r}", key=args_key, **where)
+            raise TopologyError(
+                f"the config key must be a non-empty string, got {config_key!r}",
+                key=args_key,
+                **where,
+            )
         if value is None:
-            raise TopologyError("the value may not be null (Flux refuses null arguments)",
-                                key=args_key, **where)
+            raise TopologyError(
+                "the value may not be null (Flux refuses null arguments)", key=args_key, **where
+            )
         state.config[config_key] = value
     elif name == "setEnv":
         state.env = _env_map(args[0], key=args_key, **where)  # each call replaces the map
     else:
         if not isinstance(args[0], bool):
-            raise TopologyError(f"changeChildCWD takes true or false, got {args[0]!r}",
-                                key=args_key, **where)
+            raise TopologyError(
+                f"changeChildCWD takes true or false, got {args[0]!r}", key=args_key, **where
+            )
         state.worker_dir = not args[0]
 
 
@@ -617,41 +815,64 @@ def _property(state: _ShellState, prop: object, key: str, where: dict) -> None:
         raise TopologyError("a property is a mapping {name: ..., value: ...}", key=key, **where)
     _check_keys(prop, PROPERTY_KEYS, prefix=f"{key}.", **where)
     if prop.get("name") != "env" or "ref" in prop:
-        raise TopologyError(f"the shell wrappers have no property {prop.get('name')!r} settable "
-                            f"from Flux (only 'env' with a value)", key=f"{key}.name", **where)
+        raise TopologyError(
+            f"the shell wrappers have no property {prop.get('name')!r} settable "
+            f"from Flux (only 'env' with a value)",
+            key=f"{key}.name",
+            **where,
+        )
     state.env = _env_map(prop.get("value"), key=f"{key}.value", **where)
 
 
-def _field_list(value: object, *, key: str, file: str | None,
-                component: str | None) -> tuple[str, ...]:
+def _field_list(
+    value: object, *, key: str, file: str | None, component: str | None
+) -> tuple[str, ...]:
     if not isinstance(value, list):
-        raise TopologyError(f"must be a list of field names, got {value!r}", file=file,
-                            component=component, key=key)
+        raise TopologyError(
+            f"must be a list of field names, got {value!r}", file=file, component=component, key=key
+        )
     if not value:
-        raise TopologyError("an empty list of fields cannot be passed here: Storm's Flux fails "
-                            "on empty lists given for a Java array; leave the stream out",
-                            file=file, component=component, key=key)
+        raise TopologyError(
+            "an empty list of fields cannot be passed here: Storm's Flux fails "
+            "on empty lists given for a Java array; leave the stream out",
+            file=file,
+            component=component,
+            key=key,
+        )
     for name in value:
         if not isinstance(name, str) or not name:
-            raise TopologyError(f"field names must be non-empty strings, got {name!r}",
-                                file=file, component=component, key=key)
+            raise TopologyError(
+                f"field names must be non-empty strings, got {name!r}",
+                file=file,
+                component=component,
+                key=key,
+            )
     return tuple(value)
 
 
 def _env_map(value: object, *, key: str, file: str | None, component: str) -> dict[str, str]:
     if not isinstance(value, dict):
-        raise TopologyError(f"setEnv takes a mapping {{NAME: value}}, got {value!r}", file=file,
-                            component=component, key=key)
+        raise TopologyError(
+            f"setEnv takes a mapping {{NAME: value}}, got {value!r}",
+            file=file,
+            component=component,
+            key=key,
+        )
     env = {}
     for name, val in value.items():
         if not isinstance(name, str) or not name or "=" in name:
-            raise TopologyError(f"bad variable name {name!r}", file=file, component=component,
-                                key=key)
+            raise TopologyError(
+                f"bad variable name {name!r}", file=file, component=component, key=key
+            )
         if isinstance(val, (int, float)) and not isinstance(val, bool):
             val = str(val)  # the environment holds text; Storm would fail on a YAML number
         if not isinstance(val, str):
-            raise TopologyError(f"{name} must be a string, got {val!r} (quote it in YAML)",
-                                file=file, component=component, key=key)
+            raise TopologyError(
+                f"{name} must be a string, got {val!r} (quote it in YAML)",
+                file=file,
+                component=component,
+                key=key,
+            )
         env[name] = val
     return env
 
@@ -660,12 +881,16 @@ def _builtin_component(d: _Def, kind: str, builtin: Builtin, base: Path) -> Comp
     body, component_id = d.body, d.body["id"]
     where = {"file": d.file, "component": component_id}
     if builtin.kind != kind:
-        raise TopologyError(f"{builtin.class_name} is a {builtin.kind}, listed under {kind}s",
-                            key="className", **where)
+        raise TopologyError(
+            f"{builtin.class_name} is a {builtin.kind}, listed under {kind}s",
+            key="className",
+            **where,
+        )
     for key in ("configMethods", "properties"):
         if body.get(key):
-            raise TopologyError(f"{builtin.short_name} has no {key} that Flux could use",
-                                key=key, **where)
+            raise TopologyError(
+                f"{builtin.short_name} has no {key} that Flux could use", key=key, **where
+            )
     config = {}
     args = body.get("constructorArgs") or []
     if builtin.class_name == TEST_WORD_SPOUT and args in ([True], [False]):
@@ -674,14 +899,24 @@ def _builtin_component(d: _Def, kind: str, builtin: Builtin, base: Path) -> Comp
             config[MAX_TASK_PARALLELISM] = 1
     elif args:
         accepted = "[] or [true|false] (isDistributed)" if builtin.kind == SPOUT else "none"
-        raise TopologyError(f"no constructor of {builtin.short_name} takes {args!r}; "
-                            f"constructorArgs: {accepted}", key="constructorArgs", **where)
-    return Component(id=component_id, kind=kind, command=builtin.command,
-                     outputs=dict(builtin.outputs), parallelism=_tasks(body, d), config=config,
-                     cwd=str(base))
+        raise TopologyError(
+            f"no constructor of {builtin.short_name} takes {args!r}; constructorArgs: {accepted}",
+            key="constructorArgs",
+            **where,
+        )
+    return Component(
+        id=component_id,
+        kind=kind,
+        command=builtin.command,
+        outputs=dict(builtin.outputs),
+        parallelism=_tasks(body, d),
+        config=config,
+        cwd=str(base),
+    )
 
 
 # ---- beans (components:) ------------------------------------------------------------------------
+
 
 def _fields_bean(d: _Def) -> tuple[str, ...]:
     """`components:` entries: only `org.apache.storm.tuple.Fields`, the argument Storm's Flux
@@ -691,23 +926,33 @@ def _fields_bean(d: _Def) -> tuple[str, ...]:
     _check_keys(body, BEAN_KEYS, **where)
     class_name = body.get("className")
     if class_name != FIELDS_CLASS:
-        raise TopologyError(f"Java class {class_name} cannot be built here: the only component "
-                            f"bean this host understands is {FIELDS_CLASS} (for "
-                            f"PartialKeyGrouping)", key="className", **where)
+        raise TopologyError(
+            f"Java class {class_name} cannot be built here: the only component "
+            f"bean this host understands is {FIELDS_CLASS} (for "
+            f"PartialKeyGrouping)",
+            key="className",
+            **where,
+        )
     for key in ("configMethods", "properties", "factory", "factoryArgs"):
         if body.get(key):
             raise TopologyError(f"{key} is not supported for {FIELDS_CLASS}", key=key, **where)
     args = body.get("constructorArgs")
     if not isinstance(args, list) or len(args) != 1:
-        raise TopologyError("constructorArgs must be [[field, ...]]", key="constructorArgs",
-                            **where)
+        raise TopologyError(
+            "constructorArgs must be [[field, ...]]", key="constructorArgs", **where
+        )
     return _field_list(args[0], key="constructorArgs[0]", **where)
 
 
 # ---- streams ------------------------------------------------------------------------------------
 
-def _stream(d: _Def, flux: _FluxDoc, declared: dict[str, Component],
-            fields_beans: dict[str, tuple[str, ...]]) -> tuple[str, Input]:
+
+def _stream(
+    d: _Def,
+    flux: _FluxDoc,
+    declared: dict[str, Component],
+    fields_beans: dict[str, tuple[str, ...]],
+) -> tuple[str, Input]:
     body = d.body
     where = {"file": d.file}
     _check_keys(body, STREAM_KEYS, prefix=f"{d.where}.", **where)
@@ -715,35 +960,49 @@ def _stream(d: _Def, flux: _FluxDoc, declared: dict[str, Component],
     for end in ("from", "to"):
         value = body.get(end)
         if not isinstance(value, str) or not value:
-            raise TopologyError(f"'{end}' must be a component id, got {value!r}",
-                                key=f"{d.where}.{end}", **where)
+            raise TopologyError(
+                f"'{end}' must be a component id, got {value!r}", key=f"{d.where}.{end}", **where
+            )
         ends[end] = value
     source, target = ends["from"], ends["to"]
     if target not in flux.bolts:
-        problem = ("is a spout: only bolts receive streams" if target in flux.spouts
-                   else f"is not a bolt of this topology; the bolts are: "
-                        f"{', '.join(flux.bolts) or 'none'}")
+        problem = (
+            "is a spout: only bolts receive streams"
+            if target in flux.spouts
+            else f"is not a bolt of this topology; the bolts are: {', '.join(flux.bolts) or 'none'}"
+        )
         raise TopologyError(f"{target!r} {problem}", key=f"{d.where}.to", **where)
     if source not in declared:
-        raise TopologyError(f"{source!r} is not a spout or bolt of this topology; they are: "
-                            f"{', '.join(declared)}", key=f"{d.where}.from", **where)
+        raise TopologyError(
+            f"{source!r} is not a spout or bolt of this topology; they are: {', '.join(declared)}",
+            key=f"{d.where}.from",
+            **where,
+        )
     grouping = body.get("grouping")
     key = f"{d.where}.grouping"
     if not isinstance(grouping, dict):
-        raise TopologyError("grouping is required: {type: SHUFFLE} or another type",
-                            key=key, **where)
+        raise TopologyError(
+            "grouping is required: {type: SHUFFLE} or another type", key=key, **where
+        )
     _check_keys(grouping, GROUPING_KEYS, prefix=f"{key}.", **where)
     stream = grouping.get("streamId")
     stream = DEFAULT_STREAM if stream is None else stream
     if not isinstance(stream, str) or not stream:
-        raise TopologyError(f"streamId must be a non-empty string, got {stream!r}",
-                            key=f"{key}.streamId", **where)
+        raise TopologyError(
+            f"streamId must be a non-empty string, got {stream!r}", key=f"{key}.streamId", **where
+        )
     model = _grouping(grouping, key, where, declared[source], stream, fields_beans)
     return target, Input(source, stream, model)
 
 
-def _grouping(grouping: dict, key: str, where: dict, source: Component, stream: str,
-              fields_beans: dict[str, tuple[str, ...]]) -> Grouping:
+def _grouping(
+    grouping: dict,
+    key: str,
+    where: dict,
+    source: Component,
+    stream: str,
+    fields_beans: dict[str, tuple[str, ...]],
+) -> Grouping:
     kind = grouping.get("type")
     if kind not in FLUX_GROUPINGS:
         hint = ""
@@ -751,8 +1010,11 @@ def _grouping(grouping: dict, key: str, where: dict, source: Component, stream: 
             hint = f" (Flux's names are case-sensitive: write {kind.upper()})"
         elif isinstance(kind, str) and kind.upper() == "PARTIAL_KEY":
             hint = f" (partial-key grouping is CUSTOM with customClass {PARTIAL_KEY_GROUPING})"
-        raise TopologyError(f"unknown grouping type {kind!r}; Flux's types are: "
-                            f"{', '.join(FLUX_GROUPINGS)}{hint}", key=f"{key}.type", **where)
+        raise TopologyError(
+            f"unknown grouping type {kind!r}; Flux's types are: {', '.join(FLUX_GROUPINGS)}{hint}",
+            key=f"{key}.type",
+            **where,
+        )
     if kind != "FIELDS" and grouping.get("args") is not None:
         log.warning("%s: %s.args ignored: only FIELDS uses args", where["file"], key)
     if kind != "CUSTOM" and grouping.get("customClass") is not None:
@@ -760,62 +1022,99 @@ def _grouping(grouping: dict, key: str, where: dict, source: Component, stream: 
     if kind == "FIELDS":
         args = grouping.get("args")
         if args is None:
-            raise TopologyError("FIELDS needs args: the fields to group by, e.g. args: [word]",
-                                key=f"{key}.args", **where)
+            raise TopologyError(
+                "FIELDS needs args: the fields to group by, e.g. args: [word]",
+                key=f"{key}.args",
+                **where,
+            )
         if not isinstance(args, list) or not all(isinstance(a, str) and a for a in args):
-            raise TopologyError(f"args must be a list of field names, got {args!r}",
-                                key=f"{key}.args", **where)
+            raise TopologyError(
+                f"args must be a list of field names, got {args!r}", key=f"{key}.args", **where
+            )
         # Storm encodes a global grouping as fields grouping on no fields: the two are one
         return Grouping(FIELDS, tuple(args)) if args else Grouping(GLOBAL)
     if kind == "CUSTOM":
-        return Grouping(PARTIAL_KEY, _partial_key_fields(grouping.get("customClass"), key, where,
-                                                         source, stream, fields_beans))
+        return Grouping(
+            PARTIAL_KEY,
+            _partial_key_fields(
+                grouping.get("customClass"), key, where, source, stream, fields_beans
+            ),
+        )
     return Grouping(FLUX_GROUPINGS[kind])
 
 
-def _partial_key_fields(custom: object, key: str, where: dict, source: Component, stream: str,
-                        fields_beans: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+def _partial_key_fields(
+    custom: object,
+    key: str,
+    where: dict,
+    source: Component,
+    stream: str,
+    fields_beans: dict[str, tuple[str, ...]],
+) -> tuple[str, ...]:
     key = f"{key}.customClass"
     if not isinstance(custom, dict):
-        raise TopologyError(f"CUSTOM needs customClass: {{className: {PARTIAL_KEY_GROUPING}, "
-                            f"...}}", key=key, **where)
+        raise TopologyError(
+            f"CUSTOM needs customClass: {{className: {PARTIAL_KEY_GROUPING}, ...}}",
+            key=key,
+            **where,
+        )
     _check_keys(custom, OBJECT_KEYS, prefix=f"{key}.", **where)
     class_name = custom.get("className")
     if class_name != PARTIAL_KEY_GROUPING:
-        raise TopologyError(f"Java grouping class {class_name} cannot run here: the only custom "
-                            f"grouping this host provides is {PARTIAL_KEY_GROUPING}",
-                            key=f"{key}.className", **where)
+        raise TopologyError(
+            f"Java grouping class {class_name} cannot run here: the only custom "
+            f"grouping this host provides is {PARTIAL_KEY_GROUPING}",
+            key=f"{key}.className",
+            **where,
+        )
     for extra in ("configMethods", "properties", "factory", "factoryArgs"):
         if custom.get(extra):
-            raise TopologyError(f"{extra} is not supported for PartialKeyGrouping",
-                                key=f"{key}.{extra}", **where)
+            raise TopologyError(
+                f"{extra} is not supported for PartialKeyGrouping", key=f"{key}.{extra}", **where
+            )
     args = custom.get("constructorArgs") or []
     if not isinstance(args, list) or len(args) > 1:
-        raise TopologyError("PartialKeyGrouping takes one argument, the fields: "
-                            "constructorArgs: [{ref: <id of an org.apache.storm.tuple.Fields "
-                            "component>}]", key=f"{key}.constructorArgs", **where)
+        raise TopologyError(
+            "PartialKeyGrouping takes one argument, the fields: "
+            "constructorArgs: [{ref: <id of an org.apache.storm.tuple.Fields "
+            "component>}]",
+            key=f"{key}.constructorArgs",
+            **where,
+        )
     if not args:
         # PartialKeyGrouping() keys on the first value of the tuple
         declared = source.outputs.get(stream)
         if not declared:
-            raise TopologyError(f"{source.id!r} declares no fields on stream {stream!r}, so "
-                                f"PartialKeyGrouping() has no first field to key on",
-                                key=key, **where)
+            raise TopologyError(
+                f"{source.id!r} declares no fields on stream {stream!r}, so "
+                f"PartialKeyGrouping() has no first field to key on",
+                key=key,
+                **where,
+            )
         return declared[:1]
     arg = args[0]
     if isinstance(arg, dict) and set(arg) == {"ref"}:
         bean = arg["ref"]
         if bean not in fields_beans:
-            raise TopologyError(f"ref {bean!r} names no {FIELDS_CLASS} in components; they are: "
-                                f"{', '.join(fields_beans) or 'none'}",
-                                key=f"{key}.constructorArgs", **where)
+            raise TopologyError(
+                f"ref {bean!r} names no {FIELDS_CLASS} in components; they are: "
+                f"{', '.join(fields_beans) or 'none'}",
+                key=f"{key}.constructorArgs",
+                **where,
+            )
         return fields_beans[bean]
     if isinstance(arg, list):
-        log.warning("%s: %s.constructorArgs: a plain list of fields is accepted here, but Storm's "
-                    "Flux rejects it (PartialKeyGrouping takes a Fields object): declare an %s "
-                    "component and pass {ref: its id} (export-flux writes that form)",
-                    where["file"], key, FIELDS_CLASS)
-        return _field_list(arg, key=f"{key}.constructorArgs", file=where["file"],
-                           component=None)
-    raise TopologyError(f"expected {{ref: <Fields component id>}}, got {arg!r}",
-                        key=f"{key}.constructorArgs", **where)
+        log.warning(
+            "%s: %s.constructorArgs: a plain list of fields is accepted here, but Storm's "
+            "Flux rejects it (PartialKeyGrouping takes a Fields object): declare an %s "
+            "component and pass {ref: its id} (export-flux writes that form)",
+            where["file"],
+            key,
+            FIELDS_CLASS,
+        )
+        return _field_list(arg, key=f"{key}.constructorArgs", file=where["file"], component=None)
+    raise TopologyError(
+        f"expected {{ref: <Fields component id>}}, got {arg!r}",
+        key=f"{key}.constructorArgs",
+        **where,
+    )

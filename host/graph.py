@@ -40,7 +40,7 @@ def _runs(c: Component) -> str:
     if builtin is not None:
         return f"{builtin.short_name} (built-in)"
     text = " ".join(c.command)
-    return text if len(text) <= COMMAND_LABEL_CHARS else text[:COMMAND_LABEL_CHARS - 3] + "..."
+    return text if len(text) <= COMMAND_LABEL_CHARS else text[: COMMAND_LABEL_CHARS - 3] + "..."
 
 
 def _node(c: Component) -> str:
@@ -70,16 +70,19 @@ def _edge(bolt: Component, inp: Input) -> str:
 
 def to_dot(topology: Topology) -> str:
     """The topology as a DOT digraph, spouts ranked first, left to right."""
-    lines = [f"digraph {quote(topology.name)} {{",
-             "  rankdir=LR;",
-             f"  label={quote(f'topology {topology.name}')};",
-             "  labelloc=t;",
-             '  fontname="Helvetica";',
-             '  node [fontname="Helvetica", fontsize=11];',
-             '  edge [fontname="Helvetica", fontsize=10];']
+    lines = [
+        f"digraph {quote(topology.name)} {{",
+        "  rankdir=LR;",
+        f"  label={quote(f'topology {topology.name}')};",
+        "  labelloc=t;",
+        '  fontname="Helvetica";',
+        '  node [fontname="Helvetica", fontsize=11];',
+        '  edge [fontname="Helvetica", fontsize=10];',
+    ]
     if topology.spouts:
-        lines.append("  { rank=source; "
-                     + " ".join(quote(c.id) + ";" for c in topology.spouts) + " }")
+        lines.append(
+            "  { rank=source; " + " ".join(quote(c.id) + ";" for c in topology.spouts) + " }"
+        )
     lines += [_node(c) for c in topology.components]
     lines += [_edge(bolt, inp) for bolt in topology.bolts for inp in bolt.inputs]
     lines.append("}")
@@ -99,10 +102,13 @@ def render(dot_text: str, fmt: str) -> bytes:
         return dot_text.encode("utf-8")
     program = find_dot()
     if program is None:
-        raise GraphError(f"{fmt} needs Graphviz's 'dot', which is not installed: install it "
-                         f"(e.g. 'apt-get install graphviz') or use --format dot")
-    result = subprocess.run([program, f"-T{fmt}"], input=dot_text.encode("utf-8"),
-                            capture_output=True, timeout=60)
+        raise GraphError(
+            f"{fmt} needs Graphviz's 'dot', which is not installed: install it "
+            f"(e.g. 'apt-get install graphviz') or use --format dot"
+        )
+    result = subprocess.run(
+        [program, f"-T{fmt}"], input=dot_text.encode("utf-8"), capture_output=True, timeout=60
+    )
     if result.returncode != 0:
         detail = result.stderr.decode("utf-8", "replace").strip()
         raise GraphError(f"dot failed with exit status {result.returncode}: {detail}")

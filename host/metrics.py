@@ -99,19 +99,29 @@ class ComponentStats:
             out.failed += t.failed
             out.restarts += t.restarts
             out.errors += t.errors
-            if t.last_error_at is not None and (out.last_error_at is None
-                                                or t.last_error_at >= out.last_error_at):
+            if t.last_error_at is not None and (
+                out.last_error_at is None or t.last_error_at >= out.last_error_at
+            ):
                 out.last_error, out.last_error_at = t.last_error, t.last_error_at
         out.process_latency = LatencyHistogram.merged(t.process_latency for t in tasks)
         return out
 
     def as_json(self) -> dict:
-        out = {"tasks": self.tasks, "emitted": self.emitted, "transferred": self.transferred,
-               "executed": self.executed, "acked": self.acked, "failed": self.failed,
-               "restarts": self.restarts, "errors": self.errors}
+        out = {
+            "tasks": self.tasks,
+            "emitted": self.emitted,
+            "transferred": self.transferred,
+            "executed": self.executed,
+            "acked": self.acked,
+            "failed": self.failed,
+            "restarts": self.restarts,
+            "errors": self.errors,
+        }
         if self.process_latency.count:
-            out["process_latency_ms"] = {"p50": self.process_latency.percentile(50),
-                                         "p99": self.process_latency.percentile(99)}
+            out["process_latency_ms"] = {
+                "p50": self.process_latency.percentile(50),
+                "p99": self.process_latency.percentile(99),
+            }
         if self.last_error is not None:
             out["last_error"] = self.last_error
             out["last_error_at"] = self.last_error_at

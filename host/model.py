@@ -86,5 +86,9 @@ class Topology:
 
     def subscribers(self, source: str, stream: str) -> list[tuple[Component, Input]]:
         """Every (bolt, input) that receives `source`'s `stream`, in component order."""
-        return [(c, i) for c in self.components for i in c.inputs
-                if i.source == source and i.stream == stream]
+        return [
+            (c, i)
+            for c in self.components
+            for i in c.inputs
+            if i.source == source and i.stream == stream
+        ]

@@ -28,12 +28,12 @@ def _tail(data: bytes | None, limit: int = 400) -> str | None:
     """The newest part of what a process wrote, from a line start when one is in reach."""
     if data is None:
         return None
-    text = data[-4 * limit:].decode("utf-8", "replace")
+    text = data[-4 * limit :].decode("utf-8", "replace")
     if len(text) <= limit:
         return text
     text = text[-limit:]
     cut = text.find("\n")
-    return text[cut + 1:] if 0 <= cut < limit // 2 else text
+    return text[cut + 1 :] if 0 <= cut < limit // 2 else text
 
 
 class Observations:
@@ -47,16 +47,41 @@ class Observations:
         self._procs: dict[int, psutil.Process] = {}
 
     def log(self, component: str, task: int, level: str, message: str) -> None:
-        self.logs.append({"time": time.time(), "component": component, "task": task,
-                          "level": level, "message": _short(message, 500)})
+        self.logs.append(
+            {
+                "time": time.time(),
+                "component": component,
+                "task": task,
+                "level": level,
+                "message": _short(message, 500),
+            }
+        )
 
-    def failure(self, *, component: str, task: int, pid: int | None, reason: str,
-                exit_status: str | None, stderr: list[str], last_sent: bytes | None,
-                last_received: bytes | None) -> None:
-        self.failures.append({
-            "time": time.time(), "component": component, "task": task, "pid": pid,
-            "reason": reason, "exit": exit_status, "stderr": stderr[-10:],
-            "last_sent": _short(last_sent), "last_received": _tail(last_received)})
+    def failure(
+        self,
+        *,
+        component: str,
+        task: int,
+        pid: int | None,
+        reason: str,
+        exit_status: str | None,
+        stderr: list[str],
+        last_sent: bytes | None,
+        last_received: bytes | None,
+    ) -> None:
+        self.failures.append(
+            {
+                "time": time.time(),
+                "component": component,
+                "task": task,
+                "pid": pid,
+                "reason": reason,
+                "exit": exit_status,
+                "stderr": stderr[-10:],
+                "last_sent": _short(last_sent),
+                "last_received": _tail(last_received),
+            }
+        )
 
     def rates(self, now: float, acked: int, failed: int, timed_out: int) -> None:
         """Acked, failed and timed-out spout tuples per second since the previous call (at

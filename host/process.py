@@ -67,9 +67,17 @@ class Launcher:
     def start(self, argv: list[str], cwd: str, env: dict[str, str]) -> subprocess.Popen:
         if self.extra_env:
             env = {**env, **self.extra_env}
-        return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, cwd=cwd, env=env, bufsize=0,
-                                start_new_session=True, preexec_fn=_die_with_parent)
+        return subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=env,
+            bufsize=0,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
 
     def signal_group(self, pid: int, sig: int) -> None:
         try:
@@ -104,8 +112,9 @@ class ComponentProcess:
     def launch(self, now: float, decoder) -> None:
         """Start the process with a fresh `decoder` for its stdout (its serializer's); raises
         OSError when it cannot be started."""
-        self.proc = self.launcher.start(list(self.component.command), self.component.cwd,
-                                        child_environment(self.component))
+        self.proc = self.launcher.start(
+            list(self.component.command), self.component.cwd, child_environment(self.component)
+        )
         self.pid = self.proc.pid
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             os.set_blocking(stream.fileno(), False)

@@ -9,13 +9,22 @@ from __future__ import annotations
 
 import random
 import zlib
-from typing import Callable
+from collections.abc import Callable
 
 from multilang.codec import dumps
 
 from .errors import RoutingError
-from .model import (ALL, DIRECT, FIELDS, GLOBAL, LOCAL_OR_SHUFFLE, NONE, PARTIAL_KEY, SHUFFLE,
-                    Topology)
+from .model import (
+    ALL,
+    DIRECT,
+    FIELDS,
+    GLOBAL,
+    LOCAL_OR_SHUFFLE,
+    NONE,
+    PARTIAL_KEY,
+    SHUFFLE,
+    Topology,
+)
 
 Chooser = Callable[[list], list]
 _KEY_CACHE_LIMIT = 65536
@@ -23,8 +32,11 @@ _KEY_CACHE_LIMIT = 65536
 
 def stable_hash(key: object, seed: int = 0) -> int:
     """A hash that is the same in every process and run (Python's `hash()` of str is salted)."""
-    data = key.encode("utf-8", "surrogatepass") if type(key) is str else dumps(key).encode(
-        "utf-8", "surrogatepass")
+    data = (
+        key.encode("utf-8", "surrogatepass")
+        if type(key) is str
+        else dumps(key).encode("utf-8", "surrogatepass")
+    )
     return zlib.crc32(data, seed)
 
 
@@ -144,7 +156,8 @@ class Router:
         if len(values) != route.field_count:
             raise RoutingError(
                 f"emit of {len(values)} values to stream '{stream}', which declares "
-                f"{route.field_count} fields")
+                f"{route.field_count} fields"
+            )
         return route
 
     @staticmethod
@@ -153,19 +166,26 @@ class Router:
         choosers = route.choosers
 
         def wrong_count(values: list) -> RoutingError:
-            return RoutingError(f"emit of {len(values)} values to stream '{stream}', which "
-                                f"declares {fields} fields")
+            return RoutingError(
+                f"emit of {len(values)} values to stream '{stream}', which declares {fields} fields"
+            )
 
         if route.has_direct:
+
             def direct_only(values: list) -> list:
-                raise RoutingError(f"regular emit to stream '{stream}', which a bolt subscribes "
-                                   "to with direct grouping (use a direct emit)")
+                raise RoutingError(
+                    f"regular emit to stream '{stream}', which a bolt subscribes "
+                    "to with direct grouping (use a direct emit)"
+                )
+
             return direct_only
         if not choosers:
+
             def nowhere(values: list) -> list:
                 if len(values) != fields:
                     raise wrong_count(values)
                 return []
+
             return nowhere
         if len(choosers) == 1:
             choose = choosers[0]
@@ -174,6 +194,7 @@ class Router:
                 if len(values) != fields:
                     raise wrong_count(values)
                 return choose(values)
+
             return one
 
         def several(values: list) -> list:
@@ -183,6 +204,7 @@ class Router:
             for choose in choosers:
                 out.extend(choose(values))
             return out
+
         return several
 
     def targets(self, source: str, stream: str, values: list) -> list[int]:
@@ -197,12 +219,15 @@ class Router:
             return self._regular[(source, stream)]
         except KeyError:
             raise RoutingError(
-                f"emit to stream '{stream}', which '{source}' does not declare") from None
+                f"emit to stream '{stream}', which '{source}' does not declare"
+            ) from None
 
     def direct_target(self, source: str, stream: str, values: list, task: int) -> int:
         """Check a direct emit to `task`; returns the task."""
         route = self._route(source, stream, values)
         if task not in route.direct_tasks:
-            raise RoutingError(f"direct emit to task {task}, which does not subscribe to "
-                               f"'{source}' stream '{stream}' with direct grouping")
+            raise RoutingError(
+                f"direct emit to task {task}, which does not subscribe to "
+                f"'{source}' stream '{stream}' with direct grouping"
+            )
         return task

@@ -19,24 +19,37 @@ import threading
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 from random import getrandbits
-from typing import Callable
 
 from multilang.codec import EncodeError, ProtocolError, dumps, shorten
+from multilang.messages import (
+    Ack,
+    Emit,
+    Error,
+    Fail,
+    Handshake,
+    Log,
+    Metrics,
+    Pid,
+    SpoutCommand,
+    Sync,
+    TupleMessage,
+    UnknownCommand,
+)
 from multilang.serializers import Serializer, serializer
-from multilang.messages import (Ack, Emit, Error, Fail, Handshake, Log, Metrics, Pid, SpoutCommand,
-                                Sync, TupleMessage, UnknownCommand)
 
 from . import config as cfg
 from .acker import Acker, Outcome
 from .context import assign_tasks, build_conf, build_context
 from .errors import RoutingError
 from .metrics import MAX_METRIC_NAMES, ComponentStats, LatencyHistogram, update_metric
-from .observe import Observations
 from .model import Component, Topology
+from .observe import Observations
 from .process import ComponentProcess, Launcher, State
 from .router import Router
-from .watchdog import ENV as WATCHDOG_ENV, Watchdog
+from .watchdog import ENV as WATCHDOG_ENV
+from .watchdog import Watchdog
 
 log = logging.getLogger("host")
 component_log = logging.getLogger("host.component")
@@ -51,8 +64,13 @@ STRICT_SYNC_SECS = 2.0  # --strict: a spout this long without `sync` is reported
 AHEAD_TUPLES = 200
 PRE_PID_MESSAGES = 1000  # messages a starting task may write before its pid reply (kept)
 STDERR_LINES_PER_SEC = 200  # beyond this a task's stderr is counted, not logged line by line
-_LOG_LEVELS = {0: logging.DEBUG, 1: logging.DEBUG, 2: logging.INFO, 3: logging.WARNING,
-               4: logging.ERROR}
+_LOG_LEVELS = {
+    0: logging.DEBUG,
+    1: logging.DEBUG,
+    2: logging.INFO,
+    3: logging.WARNING,
+    4: logging.ERROR,
+}
 
 
 class Fault(Exception):
@@ -72,8 +90,15 @@ class Task:
     def waiting(self) -> bool:
         return bool(self.outstanding)
 
-    def __init__(self, proc: ComponentProcess, comp: Component, ser: Serializer,
-                 stats: ComponentStats, conf: dict, context: dict):
+    def __init__(
+        self,
+        proc: ComponentProcess,
+        comp: Component,
+        ser: Serializer,
+        stats: ComponentStats,
+        conf: dict,
+        context: dict,
+    ):
         self.proc = proc
         self.ser = ser
         # a spout's lock-step commands, encoded once; compared by identity in the outstanding queue
@@ -138,8 +163,14 @@ class Task:
 
 
 class Supervisor:
-    def __init__(self, topology: Topology, *, clock: Callable[[], float] = time.monotonic,
-                 launcher: Launcher | None = None, strict: bool = False):
+    def __init__(
+        self,
+        topology: Topology,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        launcher: Launcher | None = None,
+        strict: bool = False,
+    ):
         self.topology = topology
         self.strict = strict
         self.clock = clock
@@ -164,11 +195,16 @@ class Supervisor:
         # --strict: one exchange at a time, so that a spout's missing `sync` shows (with two in
         # flight, the next exchange's sync would stand in for it)
         self.next_depth = 1 if strict else cfg.spout_next_depth(conf)
-        self.acker = Acker(cfg.message_timeout_secs(conf), clock,
-                           cfg.message_timeouts_enabled(conf), cfg.acker_latency_sample(conf))
+        self.acker = Acker(
+            cfg.message_timeout_secs(conf),
+            clock,
+            cfg.message_timeouts_enabled(conf),
+            cfg.acker_latency_sample(conf),
+        )
         self.task_map = assign_tasks(topology)
-        self.router = Router(topology, {c.id: self.task_map.tasks_of(c.id)
-                                        for c in topology.components})
+        self.router = Router(
+            topology, {c.id: self.task_map.tasks_of(c.id) for c in topology.components}
+        )
         # one per serializer in use, shared by every task that speaks it (they cache per route)
         self._serializers: dict[str, Serializer] = {}
         self.pid_dir = ""  # made by start(), owner-only, removed by finish()
@@ -183,8 +219,9 @@ class Supervisor:
         self.bolts: list[Task] = []
         # backpressure: component -> number of its downstream bolt tasks whose backlog is full
         self._blocked_downstream: dict[str, int] = {c.id: 0 for c in topology.components}
-        self._sources: dict[str, set[str]] = {c.id: {i.source for i in c.inputs}
-                                              for c in topology.components}
+        self._sources: dict[str, set[str]] = {
+            c.id: {i.source for i in c.inputs} for c in topology.components
+        }
         self._by_component: dict[str, list[Task]] = {c.id: [] for c in topology.components}
         for comp in topology.components:
             spout_pending = cfg.max_spout_pending(cfg.effective_config(topology, comp))
@@ -193,9 +230,14 @@ class Supervisor:
                 ser = self._serializers.get(comp.serializer)
                 if ser is None:
                     ser = self._serializers[comp.serializer] = serializer(comp.serializer)
-                t = Task(ComponentProcess(comp, task_id, self.launcher), comp, ser,
-                         ComponentStats(tasks=1, metrics=self._metrics[comp.id]), conf,
-                         build_context(topology, self.task_map, comp, task_id))
+                t = Task(
+                    ComponentProcess(comp, task_id, self.launcher),
+                    comp,
+                    ser,
+                    ComponentStats(tasks=1, metrics=self._metrics[comp.id]),
+                    conf,
+                    build_context(topology, self.task_map, comp, task_id),
+                )
                 t.max_pending = self.bolt_max_in_flight
                 t.spout_max_pending = spout_pending
                 if not comp.is_spout:
@@ -262,8 +304,9 @@ class Supervisor:
         if threading.current_thread() is threading.main_thread():
             self._old_wakeup = signal.set_wakeup_fd(self._wake_w)
             for sig in (signal.SIGINT, signal.SIGTERM):
-                self._old_signals[sig] = signal.signal(sig, lambda s, f: self.request_stop(
-                    f"received {signal.Signals(s).name}"))
+                self._old_signals[sig] = signal.signal(
+                    sig, lambda s, f: self.request_stop(f"received {signal.Signals(s).name}")
+                )
         self._started = self.now = self.clock()
         self._duration = duration
         self._end_at = None if duration is None else self._started + duration
@@ -333,8 +376,9 @@ class Supervisor:
         try:
             self._watchdog = Watchdog(token, self.pid_dir)
         except OSError as exc:
-            log.warning("no watchdog (%s): processes started by components may outlive a killed "
-                        "host", exc)
+            log.warning(
+                "no watchdog (%s): processes started by components may outlive a killed host", exc
+            )
             return
         self.launcher.extra_env = {WATCHDOG_ENV: token}
 
@@ -368,9 +412,13 @@ class Supervisor:
     def _next_timer(self, skip_spout: Callable[[Task], bool] | None = None) -> float:
         soon = float("inf")
         for t in self.spouts:
-            if (t.accepting and not t.outstanding and t.next_at > self.now
-                    and self._may_next(t, ignore_idle=True)
-                    and (skip_spout is None or not skip_spout(t))):
+            if (
+                t.accepting
+                and not t.outstanding
+                and t.next_at > self.now
+                and self._may_next(t, ignore_idle=True)
+                and (skip_spout is None or not skip_spout(t))
+            ):
                 soon = min(soon, t.next_at)
         if not self._stopping:  # no restarts once stopping
             for t in self._backoff_tasks:
@@ -393,8 +441,9 @@ class Supervisor:
             return True
         if len(self.acker):
             return False
-        return all(not t.waiting and not t.commands for t in self.spouts
-                   if t.proc.state is State.RUNNING)
+        return all(
+            not t.waiting and not t.commands for t in self.spouts if t.proc.state is State.RUNNING
+        )
 
     def _shutdown(self) -> None:
         """Close stdin (clients exit on EOF), SIGTERM the groups after a grace period, SIGKILL
@@ -467,8 +516,9 @@ class Supervisor:
         t.handshake_deadline = self.now + self.handshake_secs
         t.await_since = None
         try:
-            t.out.append(t.ser.encode(Handshake(self.pid_dir, t.conf,
-                                                t.ser.handshake_context(t.context))))
+            t.out.append(
+                t.ser.encode(Handshake(self.pid_dir, t.conf, t.ser.handshake_context(t.context)))
+            )
         except EncodeError as exc:
             self._fault(t, f"the handshake cannot be encoded: {exc}")
             return
@@ -518,10 +568,16 @@ class Supervisor:
         if proc.stderr_tail:
             detail += "; last stderr lines:\n    " + "\n    ".join(proc.stderr_tail)
         t.stats.error(reason)
-        self.observe.failure(component=t.cid, task=t.task, pid=proc.pid, reason=reason,
-                             exit_status=proc.describe_exit() if proc.proc is not None else None,
-                             stderr=list(proc.stderr_tail), last_sent=t.last_sent,
-                             last_received=t.last_received)
+        self.observe.failure(
+            component=t.cid,
+            task=t.task,
+            pid=proc.pid,
+            reason=reason,
+            exit_status=proc.describe_exit() if proc.proc is not None else None,
+            stderr=list(proc.stderr_tail),
+            last_sent=t.last_sent,
+            last_received=t.last_received,
+        )
         self.observe.forget(proc.pid)
         proc.stderr_tail.clear()
         failed_here = self._fail_in_flight(t)
@@ -537,13 +593,16 @@ class Supervisor:
             proc.restart_times.popleft()
         if len(proc.restart_times) > self.restart_max:
             proc.state = State.FATAL
-            self.failure = (f"{proc.name} failed {len(proc.restart_times)} times within "
-                            f"{self.restart_window:g}s; giving up")
+            self.failure = (
+                f"{proc.name} failed {len(proc.restart_times)} times within "
+                f"{self.restart_window:g}s; giving up"
+            )
             log.error("%s", self.failure)
             self.request_stop(self.failure)
             return
-        proc.backoff = min(self.backoff_max,
-                           self.backoff_initial * 2 ** (len(proc.restart_times) - 1))
+        proc.backoff = min(
+            self.backoff_max, self.backoff_initial * 2 ** (len(proc.restart_times) - 1)
+        )
         proc.restart_at = now + proc.backoff
         proc.state = State.BACKOFF
         self._backoff_tasks.add(t)
@@ -660,17 +719,24 @@ class Supervisor:
         elif typ is Metrics:
             if not update_metric(t.stats.metrics, m.name, m.params) and not t.metrics_capped:
                 t.metrics_capped = True
-                log.warning("%s pid=%s: more than %d metric names; new names are dropped",
-                            t.proc.name, t.proc.pid, MAX_METRIC_NAMES)
+                log.warning(
+                    "%s pid=%s: more than %d metric names; new names are dropped",
+                    t.proc.name,
+                    t.proc.pid,
+                    MAX_METRIC_NAMES,
+                )
         elif typ is Pid:
             raise Fault("sent a second pid reply", dumps(m._asdict()))
         elif typ is UnknownCommand:
             if t.is_spout:  # Storm kills the spout; logging is kinder and loses nothing
-                log.warning("%s pid=%s: ignoring unknown command %r", t.proc.name, t.proc.pid,
-                            m.command)
+                log.warning(
+                    "%s pid=%s: ignoring unknown command %r", t.proc.name, t.proc.pid, m.command
+                )
         elif typ in (Ack, Fail):  # only spouts get here
-            raise Fault(f"a spout sent `{m.__class__.__name__.lower()}`, which only bolts may",
-                        dumps(m._asdict()))
+            raise Fault(
+                f"a spout sent `{m.__class__.__name__.lower()}`, which only bolts may",
+                dumps(m._asdict()),
+            )
 
     # ---- the data path ------------------------------------------------------------------------
     # A bolt task's `pending` maps the id (an int) of every tuple written to it and not yet acked
@@ -741,8 +807,12 @@ class Supervisor:
             text += f"; it wrote {fault.raw if isinstance(fault.raw, str) else shorten(fault.raw)}"
         t.stats.error(text)
         self.observe.log(t.cid, t.task, "ERROR", text)
-        log.error("%s pid=%s: %s (--strict: reported, the component keeps running)",
-                  t.proc.name, t.proc.pid, text)
+        log.error(
+            "%s pid=%s: %s (--strict: reported, the component keeps running)",
+            t.proc.name,
+            t.proc.pid,
+            text,
+        )
 
     def _pending_key(self, t: Task, tuple_id, m) -> int:
         """The pending-map key of a tuple id that bolt message `m` refers to; a Fault when it is
@@ -759,8 +829,10 @@ class Supervisor:
         else:
             what = f"{type(m).__name__.lower()} of tuple"
             raw = dumps({"command": type(m).__name__.lower(), "id": tuple_id})
-        raise Fault(f"{what} {tuple_id!r}, which is not pending (never sent, or already acked "
-                    "or failed)", raw)
+        raise Fault(
+            f"{what} {tuple_id!r}, which is not pending (never sent, or already acked or failed)",
+            raw,
+        )
 
     def _targets(self, t: Task, m: Emit) -> list[int]:
         """The tasks an emit goes to (the list may be shared: do not change it)."""
@@ -829,14 +901,14 @@ class Supervisor:
                 ser = b.ser
                 cached = t.prefixes.get(m.stream)
                 if cached is None or cached[0] is not ser:
-                    cached = t.prefixes[m.stream] = (ser, ser.tuple_prefix(t.cid, m.stream,
-                                                                           t.task))
+                    cached = t.prefixes[m.stream] = (ser, ser.tuple_prefix(t.cid, m.stream, t.task))
                 prefix = cached[1]
                 try:
                     values = ser.values(m.values)
                 except EncodeError as exc:
-                    raise Fault(f"emitted values that cannot be written to {b.cid}: {exc}",
-                                _emit_text(m)) from None
+                    raise Fault(
+                        f"emitted values that cannot be written to {b.cid}: {exc}", _emit_text(m)
+                    ) from None
                 tuple_frame = ser.tuple_frame
             tid = getrandbits(64) or 1
             xor ^= tid
@@ -965,7 +1037,9 @@ class Supervisor:
                 t.idle_sleep = 0.0
                 t.empty_nexts = 0
             else:
-                t.empty_nexts += 1  # nothing to emit: back off so an idle spout costs next to nothing
+                t.empty_nexts += (
+                    1  # nothing to emit: back off so an idle spout costs next to nothing
+                )
                 t.idle_sleep = min(self.idle_max_sleep, max(0.001, t.idle_sleep * 2))
                 t.next_at = self.now + t.idle_sleep
         elif done is not t.activate_frame and done is not t.deactivate_frame:
@@ -978,8 +1052,12 @@ class Supervisor:
         for o in outcomes:
             t = self.tasks[o.spout_task]
             if tap is not None:
-                tap(t.cid, t.task, o.msg_id, "acked" if ok else "timed_out" if timed_out
-                    else "failed")
+                tap(
+                    t.cid,
+                    t.task,
+                    o.msg_id,
+                    "acked" if ok else "timed_out" if timed_out else "failed",
+                )
             if ok:
                 t.stats.acked += 1
                 self.spout_acked += 1
@@ -1002,8 +1080,10 @@ class Supervisor:
         limit = t.spout_max_pending
         # every `next` already written will likely emit what the last one did (so that
         # max.spout.pending 1 keeps meaning one tuple at a time): count that as pending already
-        if (limit is not None and
-                self.acker.pending(t.task) + t.nexts_out * t.emits_per_next >= limit):
+        if (
+            limit is not None
+            and self.acker.pending(t.task) + t.nexts_out * t.emits_per_next >= limit
+        ):
             return False
         return ignore_idle or self.now >= t.next_at
 
@@ -1036,18 +1116,23 @@ class Supervisor:
                     self._wrote_command(t)
                     continue
                 if not t.acks_out and t.nexts_out < depth:
-                    while (commands and t.acks_out < self.ack_batch
-                           and commands[0] is not t.activate_frame
-                           and commands[0] is not t.deactivate_frame):
+                    while (
+                        commands
+                        and t.acks_out < self.ack_batch
+                        and commands[0] is not t.activate_frame
+                        and commands[0] is not t.deactivate_frame
+                    ):
                         data = commands.popleft()
                         out.append(data)
                         t.out.append(data)
                         t.acks_out += 1
                     wrote = True
             if not commands:  # queued acks go first: they free room under max.spout.pending
-                while (t.nexts_out + (1 if t.acks_out else 0) < depth
-                       and (not t.nexts_out or 0 < t.nexts_out * t.emits_per_next < AHEAD_TUPLES)
-                       and self._may_next(t)):
+                while (
+                    t.nexts_out + (1 if t.acks_out else 0) < depth
+                    and (not t.nexts_out or 0 < t.nexts_out * t.emits_per_next < AHEAD_TUPLES)
+                    and self._may_next(t)
+                ):
                     out.append(t.next_frame)
                     t.out.append(t.next_frame)
                     t.nexts_out += 1
@@ -1138,9 +1223,13 @@ class Supervisor:
 
     def _report_suppressed(self, t: Task) -> None:
         if t.stderr_suppressed:
-            component_log.warning("%s pid=%s: %d stderr lines not shown (more than %d a second)",
-                                  t.proc.name, t.proc.pid, t.stderr_suppressed,
-                                  STDERR_LINES_PER_SEC)
+            component_log.warning(
+                "%s pid=%s: %d stderr lines not shown (more than %d a second)",
+                t.proc.name,
+                t.proc.pid,
+                t.stderr_suppressed,
+                STDERR_LINES_PER_SEC,
+            )
             t.stderr_suppressed = 0
 
     def _drain_stderr(self, t: Task, limit: int = 1 << 20) -> None:
@@ -1171,34 +1260,53 @@ class Supervisor:
             state = t.proc.state
             if state is State.STARTING:
                 if now >= t.handshake_deadline:
-                    self._fault(t, f"no pid reply within {self.handshake_secs:g}s of the "
-                                   "handshake")
+                    self._fault(t, f"no pid reply within {self.handshake_secs:g}s of the handshake")
                 continue
             if state is not State.RUNNING:
                 continue
-            if (self.strict and t.outstanding and not t.sync_reported
-                    and now - t.command_at > STRICT_SYNC_SECS):
+            if (
+                self.strict
+                and t.outstanding
+                and not t.sync_reported
+                and now - t.command_at > STRICT_SYNC_SECS
+            ):
                 t.sync_reported = True
-                self._misuse(t, Fault(f"no sync {now - t.command_at:.1f}s after a command "
-                                      f"({t.emitted_in_exchange} emits since): every command "
-                                      "must end with sync"))
-            if (t.await_since is not None and t.reading
-                    and now - t.await_since > self.timeout_secs):
-                self._fault(t, f"hung: silent for {now - t.await_since:.1f}s while it owed an "
-                               f"answer (topology.subprocess.timeout.secs={self.timeout_secs:g})")
+                self._misuse(
+                    t,
+                    Fault(
+                        f"no sync {now - t.command_at:.1f}s after a command "
+                        f"({t.emitted_in_exchange} emits since): every command "
+                        "must end with sync"
+                    ),
+                )
+            if t.await_since is not None and t.reading and now - t.await_since > self.timeout_secs:
+                self._fault(
+                    t,
+                    f"hung: silent for {now - t.await_since:.1f}s while it owed an "
+                    f"answer (topology.subprocess.timeout.secs={self.timeout_secs:g})",
+                )
                 continue
             if not t.is_spout:
                 if t.comp.heartbeats:
-                    t.out.append(t.ser.encode(TupleMessage(
-                        str(getrandbits(63)), None, "__heartbeat", -1, [])))
+                    t.out.append(
+                        t.ser.encode(
+                            TupleMessage(str(getrandbits(63)), None, "__heartbeat", -1, [])
+                        )
+                    )
                     if t.await_since is None:
                         t.await_since = now
                     self._dirty.add(t)
                 if t.tick_freq and now >= t.next_tick:
                     t.next_tick = now + t.tick_freq
                     tid = getrandbits(63) or 1
-                    self._deliver(t, tid, (), t.ser.encode(TupleMessage(
-                        str(tid), "__system", "__tick", -1, [t.tick_freq])))
+                    self._deliver(
+                        t,
+                        tid,
+                        (),
+                        t.ser.encode(
+                            TupleMessage(str(tid), "__system", "__tick", -1, [t.tick_freq])
+                        ),
+                    )
 
     def _restart_due(self) -> None:
         for t in list(self._backoff_tasks):
@@ -1263,13 +1371,24 @@ class Supervisor:
             t.usage = self.observe.usage(t.proc.pid)
         cpu, rss = t.usage
         stats = t.stats
-        return {"task": t.task, "pid": t.proc.pid if alive else None,
-                "state": t.proc.state.value, "emitted": stats.emitted,
-                "executed": stats.executed, "acked": stats.acked, "failed": stats.failed,
-                "in_flight": len(t.pending), "queued": len(t.backlog),
-                "restarts": stats.restarts, "errors": stats.errors,
-                "last_error": stats.last_error, "last_error_at": stats.last_error_at,
-                "capacity": round(t.capacity, 3), "cpu_percent": cpu, "rss_bytes": rss}
+        return {
+            "task": t.task,
+            "pid": t.proc.pid if alive else None,
+            "state": t.proc.state.value,
+            "emitted": stats.emitted,
+            "executed": stats.executed,
+            "acked": stats.acked,
+            "failed": stats.failed,
+            "in_flight": len(t.pending),
+            "queued": len(t.backlog),
+            "restarts": stats.restarts,
+            "errors": stats.errors,
+            "last_error": stats.last_error,
+            "last_error_at": stats.last_error_at,
+            "capacity": round(t.capacity, 3),
+            "cpu_percent": cpu,
+            "rss_bytes": rss,
+        }
 
 
 def _clip(line: str, limit: int = 2000) -> str:
@@ -1278,9 +1397,16 @@ def _clip(line: str, limit: int = 2000) -> str:
 
 def _emit_text(m: Emit) -> str:
     try:
-        return shorten(dumps({"command": "emit", "stream": m.stream, "tuple": m.values,
-                              **({"anchors": list(m.anchors)} if m.anchors else {}),
-                              **({"task": m.task} if m.task is not None else {})}).encode(
-                                  "utf-8", "backslashreplace"))  # lone surrogates: JSON allows them
+        return shorten(
+            dumps(
+                {
+                    "command": "emit",
+                    "stream": m.stream,
+                    "tuple": m.values,
+                    **({"anchors": list(m.anchors)} if m.anchors else {}),
+                    **({"task": m.task} if m.task is not None else {}),
+                }
+            ).encode("utf-8", "backslashreplace")
+        )  # lone surrogates: JSON allows them
     except EncodeError:
         return repr(m)

@@ -132,8 +132,17 @@ from . import config as cfg
 from .model import SPOUT, Component, Topology
 
 __all__ = [
-    "ComponentPeer", "ComponentResult", "Emitted", "FakeClock", "LogLine", "TopologyResult",
-    "heartbeat", "make_context", "run_component", "run_topology", "tick",
+    "ComponentPeer",
+    "ComponentResult",
+    "Emitted",
+    "FakeClock",
+    "LogLine",
+    "TopologyResult",
+    "heartbeat",
+    "make_context",
+    "run_component",
+    "run_topology",
+    "tick",
 ]
 
 HOST_BIN = str(Path(sys.executable).parent)
@@ -155,8 +164,13 @@ class FakeClock:
     moves the fake time on. `stall_threshold`: the same while some component owes the host an
     answer."""
 
-    def __init__(self, start: float = 1000.0, *, autojump_threshold: float = 0.005,
-                 stall_threshold: float = 0.25):
+    def __init__(
+        self,
+        start: float = 1000.0,
+        *,
+        autojump_threshold: float = 0.005,
+        stall_threshold: float = 0.25,
+    ):
         self._now = float(start)
         self._real_base: float | None = None  # set while following real time
         self.autojump_threshold = autojump_threshold
@@ -241,7 +255,7 @@ def _log_line(record: logging.LogRecord, at: float) -> LogLine:
     if m:
         component, task = m.group(1), int(m.group(2))
         if record.name == "host.component":
-            text = message[m.end():]
+            text = message[m.end() :]
     return LogLine(record.name, record.levelno, message, component, task, text, at)
 
 
@@ -281,8 +295,9 @@ class TopologyResult:
     # -- recording -------------------------------------------------------------------------------
     def _emit(self, component: str, task: int, m: Emit) -> None:
         values = list(m.values)
-        self.emits.append(Emitted(component, task, m.stream, values, tuple(m.anchors), m.task,
-                                  m.id))
+        self.emits.append(
+            Emitted(component, task, m.stream, values, tuple(m.anchors), m.task, m.id)
+        )
         self.emitted.setdefault(component, {}).setdefault(m.stream, []).append(values)
 
     def _outcome(self, component: str, msg_id: Any, ok: bool, timed_out: bool) -> None:
@@ -344,28 +359,40 @@ class TopologyResult:
     def errors(self) -> list[str]:
         """The host's error reports: faults (a crash, a hang, protocol misuse, with the task's
         name, pid and what it wrote) and `error` commands components sent."""
-        return [line.message for line in self.logs
-                if line.logger == "host" and line.level >= logging.ERROR]
+        return [
+            line.message
+            for line in self.logs
+            if line.logger == "host" and line.level >= logging.ERROR
+        ]
 
     def component_logs(self, component: str) -> list[str]:
         """What `component`'s tasks logged (their `log` commands and stderr lines), in order."""
-        return [line.text for line in self.logs
-                if line.logger == "host.component" and line.component == component]
+        return [
+            line.text
+            for line in self.logs
+            if line.logger == "host.component" and line.component == component
+        ]
 
     def report(self, log_lines: int = 40) -> str:
         """A readable summary, for failure messages."""
-        out = [(f"run_topology({self.topology.name!r}): stopped because "
+        out = [
+            (
+                f"run_topology({self.topology.name!r}): stopped because "
                 f"{self.stopped_because}, after {self.uptime:.3f}s of clock time "
-                f"({self.real_time:.3f}s real)")]
+                f"({self.real_time:.3f}s real)"
+            )
+        ]
         if self.failure:
             out.append(f"failure: {self.failure}")
         for cid, streams in self.emitted.items():
             counts = ", ".join(f"{s}: {len(v)}" for s, v in streams.items())
             out.append(f"  {cid} emitted {counts}")
         for cid in sorted(set(self.acked) | set(self.failed)):
-            out.append(f"  {cid}: {len(self.acked.get(cid, []))} acked, "
-                       f"{len(self.failed.get(cid, []))} failed "
-                       f"({len(self.timed_out.get(cid, []))} timed out)")
+            out.append(
+                f"  {cid}: {len(self.acked.get(cid, []))} acked, "
+                f"{len(self.failed.get(cid, []))} failed "
+                f"({len(self.timed_out.get(cid, []))} timed out)"
+            )
         if self.logs:
             out.append(f"last {min(log_lines, len(self.logs))} log lines:")
             out.extend(f"  {line.levelname}: {line.message}" for line in self.logs[-log_lines:])
@@ -375,8 +402,10 @@ class TopologyResult:
         emitted = {c: {s: len(v) for s, v in st.items()} for c, st in self.emitted.items()}
         acked = {c: len(v) for c, v in self.acked.items()}
         failed = {c: len(v) for c, v in self.failed.items()}
-        return (f"<TopologyResult {self.topology.name!r} stopped_because="
-                f"{self.stopped_because!r} emitted={emitted} acked={acked} failed={failed}>")
+        return (
+            f"<TopologyResult {self.topology.name!r} stopped_because="
+            f"{self.stopped_because!r} emitted={emitted} acked={acked} failed={failed}>"
+        )
 
 
 # ---- replacing components with fixed inputs -----------------------------------------------------
@@ -434,16 +463,20 @@ def _input_items(comp: Component, tuples: Iterable) -> list[tuple[str, list]]:
     that a mistake is one clear error here rather than a fault in the run."""
     if isinstance(tuples, (str, bytes, Mapping)):
         raise TypeError(f"inputs[{comp.id!r}] must be a list of tuples, got {tuples!r}")
-    default = ("default" if "default" in comp.outputs or len(comp.outputs) != 1
-               else next(iter(comp.outputs)))
+    default = (
+        "default"
+        if "default" in comp.outputs or len(comp.outputs) != 1
+        else next(iter(comp.outputs))
+    )
     items = []
     for i, item in enumerate(tuples):
         where = f"inputs[{comp.id!r}][{i}]"
         if isinstance(item, Mapping):
             unknown = set(item) - {"values", "stream"}
             if unknown or "values" not in item:
-                raise ValueError(f"{where}: expected {{'values': [...], 'stream': ...}}, "
-                                 f"got {item!r}")
+                raise ValueError(
+                    f"{where}: expected {{'values': [...], 'stream': ...}}, got {item!r}"
+                )
             values, stream = item["values"], item.get("stream", default)
         else:
             values, stream = item, default
@@ -452,11 +485,14 @@ def _input_items(comp: Component, tuples: Iterable) -> list[tuple[str, list]]:
         fields = comp.outputs.get(stream)
         if fields is None:
             declared = ", ".join(repr(s) for s in comp.outputs) or "none"
-            raise ValueError(f"{where}: {comp.id!r} does not declare stream {stream!r} "
-                             f"(declared: {declared})")
+            raise ValueError(
+                f"{where}: {comp.id!r} does not declare stream {stream!r} (declared: {declared})"
+            )
         if len(values) != len(fields):
-            raise ValueError(f"{where}: {len(values)} values for stream {stream!r} of "
-                             f"{comp.id!r}, which declares {len(fields)} fields {list(fields)}")
+            raise ValueError(
+                f"{where}: {len(values)} values for stream {stream!r} of "
+                f"{comp.id!r}, which declares {len(fields)} fields {list(fields)}"
+            )
         try:
             json.dumps(list(values))
         except (TypeError, ValueError) as exc:
@@ -476,25 +512,36 @@ def _fixed_spout(comp: Component, items: list[tuple[str, list]], workdir: Path) 
     if os.environ.get("PYTHONPATH"):
         pythonpath += os.pathsep + os.environ["PYTHONPATH"]
     return dataclasses.replace(
-        comp, kind=SPOUT, command=(sys.executable, str(program), str(data)), inputs=(),
-        env={"PYTHONPATH": pythonpath}, serializer="json", heartbeats=True, activate=True)
+        comp,
+        kind=SPOUT,
+        command=(sys.executable, str(program), str(data)),
+        inputs=(),
+        env={"PYTHONPATH": pythonpath},
+        serializer="json",
+        heartbeats=True,
+        activate=True,
+    )
 
 
-def _with_inputs(topology: Topology, inputs: Mapping[str, Iterable],
-                 workdir: Path) -> tuple[Topology, dict[str, list[tuple[str, list]]]]:
+def _with_inputs(
+    topology: Topology, inputs: Mapping[str, Iterable], workdir: Path
+) -> tuple[Topology, dict[str, list[tuple[str, list]]]]:
     """The topology with every component named in `inputs` replaced by a fixed-input spout, and
     spouts that now feed nobody silenced; plus the items per replaced component."""
     ids = [c.id for c in topology.components]
     fixed: dict[str, list[tuple[str, list]]] = {}
     for cid, tuples in inputs.items():
         if cid not in ids:
-            raise ValueError(f"inputs names {cid!r}, which is not a component of topology "
-                             f"{topology.name!r} (components: {', '.join(ids)})")
+            raise ValueError(
+                f"inputs names {cid!r}, which is not a component of topology "
+                f"{topology.name!r} (components: {', '.join(ids)})"
+            )
         fixed[cid] = _input_items(topology.component(cid), tuples)
     if not fixed:
         return topology, fixed
-    replaced = [_fixed_spout(c, fixed[c.id], workdir) if c.id in fixed else c
-                for c in topology.components]
+    replaced = [
+        _fixed_spout(c, fixed[c.id], workdir) if c.id in fixed else c for c in topology.components
+    ]
     feeds = {i.source for c in replaced for i in c.inputs}
     fed_before = {i.source for c in topology.components for i in c.inputs}
     for n, c in enumerate(replaced):
@@ -555,8 +602,15 @@ class _TopologyRun:
     Reads supervisor internals (task state, timers) that have no public accessor; see
     `_spout_idle` and `_next_due`."""
 
-    def __init__(self, sup, result: TopologyResult, fixed: dict[str, list],
-                 clock: FakeClock | None, until, timeout: float):
+    def __init__(
+        self,
+        sup,
+        result: TopologyResult,
+        fixed: dict[str, list],
+        clock: FakeClock | None,
+        until,
+        timeout: float,
+    ):
         from .process import State
 
         self.State = State
@@ -710,11 +764,16 @@ class _TopologyRun:
         return self.sup.next_due(skip_spout=self._spout_idle)
 
 
-def run_topology(topology: Topology | str | os.PathLike,
-                 inputs: Mapping[str, Iterable] | None = None,
-                 until: Callable[[TopologyResult], bool] | None = None, timeout: float = 30.0,
-                 clock: FakeClock | None = None, *, config: Mapping[str, Any] | None = None,
-                 strict: bool = False) -> TopologyResult:
+def run_topology(
+    topology: Topology | str | os.PathLike,
+    inputs: Mapping[str, Iterable] | None = None,
+    until: Callable[[TopologyResult], bool] | None = None,
+    timeout: float = 30.0,
+    clock: FakeClock | None = None,
+    *,
+    config: Mapping[str, Any] | None = None,
+    strict: bool = False,
+) -> TopologyResult:
     """Run `topology` with real subprocess components until it is quiescent (or `until` is
     true, or `timeout` real seconds pass) and return what happened. See the module docstring.
 
@@ -730,8 +789,7 @@ def run_topology(topology: Topology | str | os.PathLike,
     workdir = Path(tempfile.mkdtemp(prefix="host-testing-"))
     try:
         model, fixed = _with_inputs(model, inputs or {}, workdir)
-        sup = Supervisor(model, clock=clock if clock is not None else time.monotonic,
-                         strict=strict)
+        sup = Supervisor(model, clock=clock if clock is not None else time.monotonic, strict=strict)
         result = TopologyResult(model, sup, sup.clock(), sup.clock)
         result.inputs = {cid: items for cid, items in fixed.items()}
         run = _TopologyRun(sup, result, fixed, clock, until, timeout)
@@ -751,8 +809,9 @@ def run_topology(topology: Topology | str | os.PathLike,
 # ================================================================================================
 
 
-def make_context(taskid: int = 3, componentid: str = "comp", outputs=None, sources=None,
-                 targets=None) -> dict:
+def make_context(
+    taskid: int = 3, componentid: str = "comp", outputs=None, sources=None, targets=None
+) -> dict:
     """A handshake context for one task, in the shape Storm sends (spec §3.2)."""
     outputs = outputs if outputs is not None else {"default": ["word"]}
     sources = sources if sources is not None else {"spout": {"default": ["sentence"]}}
@@ -764,8 +823,9 @@ def make_context(taskid: int = 3, componentid: str = "comp", outputs=None, sourc
         "streams": list(outputs),
         "stream->outputfields": outputs,
         "stream->target->grouping": targets or {},
-        "source->stream->grouping": {s: {st: {"type": "SHUFFLE"} for st in streams}
-                                     for s, streams in sources.items()},
+        "source->stream->grouping": {
+            s: {st: {"type": "SHUFFLE"} for st in streams} for s, streams in sources.items()
+        },
         "source->stream->fields": sources,
     }
 
@@ -782,10 +842,16 @@ class ComponentPeer:
     component to host, `   ` notes such as stderr lines), as in the spec's recorded transcripts.
     """
 
-    def __init__(self, argv: list[str], cwd: str | None = None, env: dict | None = None,
-                 serializer: str | Serializer = "json"):
-        self.serializer = (serializer_named(serializer) if isinstance(serializer, str)
-                           else serializer)
+    def __init__(
+        self,
+        argv: list[str],
+        cwd: str | None = None,
+        env: dict | None = None,
+        serializer: str | Serializer = "json",
+    ):
+        self.serializer = (
+            serializer_named(serializer) if isinstance(serializer, str) else serializer
+        )
         self.argv = list(argv)
         self.pid_dir = tempfile.mkdtemp(prefix="peer-pids-")
         full_env = client_environment(env)
@@ -795,9 +861,15 @@ class ComponentPeer:
         self._tee = Framer(DEFAULT_MAX_FRAME) if self._json else None
         self._stderr_partial = b""
         try:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.PIPE, cwd=cwd, env=full_env,
-                                         start_new_session=True)
+            self.proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=cwd,
+                env=full_env,
+                start_new_session=True,
+            )
         except OSError:
             shutil.rmtree(self.pid_dir, ignore_errors=True)
             raise
@@ -866,8 +938,9 @@ class ComponentPeer:
         self.proc.stdin.write(data)
         self.proc.stdin.flush()
 
-    def handshake(self, conf: dict | None = None, context: dict | None = None,
-                  timeout: float = 10) -> int:
+    def handshake(
+        self, conf: dict | None = None, context: dict | None = None, timeout: float = 10
+    ) -> int:
         conf = {"topology.name": "test", "topology.debug": False, **(conf or {})}
         context = self.serializer.handshake_context(context or make_context())
         self.send(Handshake(self.pid_dir, conf, context))
@@ -883,12 +956,19 @@ class ComponentPeer:
             time.sleep(0.01)
         return str(pid) in os.listdir(self.pid_dir)
 
-    def tuple(self, id: str, values: list, comp: str | None = "spout", stream: str = "default",
-              task: int = 1) -> None:
+    def tuple(
+        self,
+        id: str,
+        values: list,
+        comp: str | None = "spout",
+        stream: str = "default",
+        task: int = 1,
+    ) -> None:
         if _HOST_TUPLE_ID.fullmatch(id) and int(id) < 2**64:
             ser = self.serializer  # the host's data path: these frames must be read the same
-            data = ser.tuple_frame(ser.tuple_prefix(comp, stream, task), ser.values(values),
-                                   int(id))
+            data = ser.tuple_frame(
+                ser.tuple_prefix(comp, stream, task), ser.values(values), int(id)
+            )
             self._write(data)
             self._sent(data, TupleMessage(id, comp, stream, task, values))
         else:
@@ -951,7 +1031,8 @@ class ComponentPeer:
         if msg is None:
             raise AssertionError(
                 f"no message within {timeout}s (exit={self.proc.poll()}); "
-                f"stderr: {self.stderr[-2000:]!r}")
+                f"stderr: {self.stderr[-2000:]!r}"
+            )
         return msg
 
     def read_until(self, kind, timeout: float = 10) -> list:
@@ -1054,15 +1135,27 @@ class ComponentResult:
     @property
     def ok(self) -> bool:
         """Exited 0, broke no protocol rule, did not time out, reported no error."""
-        return (self.exit_code == 0 and self.protocol_error is None and not self.timed_out
-                and not self.errors and not self.problems)
+        return (
+            self.exit_code == 0
+            and self.protocol_error is None
+            and not self.timed_out
+            and not self.errors
+            and not self.problems
+        )
 
 
 class _Exchange:
     """The state of one run_component exchange: what was sent, and reading with timeouts."""
 
-    def __init__(self, peer: ComponentPeer, result: ComponentResult, context: dict,
-                 task_ids, reply_timeout: float, deadline: float):
+    def __init__(
+        self,
+        peer: ComponentPeer,
+        result: ComponentResult,
+        context: dict,
+        task_ids,
+        reply_timeout: float,
+        deadline: float,
+    ):
         self.peer = peer
         self.result = result
         self.context = context
@@ -1166,9 +1259,11 @@ def _tuple_message(item, n: int) -> TupleMessage:
     if isinstance(item, Mapping):
         unknown = set(item) - {"values", "stream", "comp", "task", "id"}
         if unknown or "values" not in item:
-            raise ValueError(f"tuple {n}: expected a list of values or an object with "
-                             f"'values' (and optionally 'stream', 'comp', 'task', 'id'), "
-                             f"got {item!r}")
+            raise ValueError(
+                f"tuple {n}: expected a list of values or an object with "
+                f"'values' (and optionally 'stream', 'comp', 'task', 'id'), "
+                f"got {item!r}"
+            )
         values = item["values"]
         comp, stream = item.get("comp", "spout"), item.get("stream", "default")
         task, tid = item.get("task", 1), str(item.get("id", n))
@@ -1180,8 +1275,14 @@ def _tuple_message(item, n: int) -> TupleMessage:
 
 
 def _default_conf(conf: Mapping | None) -> dict:
-    return {**cfg.DEFAULTS, "topology.name": "test", "storm.id": "test-1",
-            "storm.cluster.mode": "local", "topology.debug": False, **(conf or {})}
+    return {
+        **cfg.DEFAULTS,
+        "topology.name": "test",
+        "storm.id": "test-1",
+        "storm.cluster.mode": "local",
+        "topology.debug": False,
+        **(conf or {}),
+    }
 
 
 def _default_context(kind: str, tuples: list[TupleMessage]) -> dict:
@@ -1192,7 +1293,8 @@ def _default_context(kind: str, tuples: list[TupleMessage]) -> dict:
     for t in tuples:
         if t.task != -1 and t.comp is not None:
             sources.setdefault(t.comp, {}).setdefault(
-                t.stream, [f"f{i}" for i in range(len(t.values))])
+                t.stream, [f"f{i}" for i in range(len(t.values))]
+            )
     names = sorted({*sources, me, "__acker"})
     task_of = {name: i + 1 for i, name in enumerate(names)}
     return {
@@ -1202,19 +1304,29 @@ def _default_context(kind: str, tuples: list[TupleMessage]) -> dict:
         "streams": ["default"],
         "stream->outputfields": {"default": []},
         "stream->target->grouping": {},
-        "source->stream->grouping": {s: {st: {"type": "SHUFFLE"} for st in streams}
-                                     for s, streams in sources.items()},
+        "source->stream->grouping": {
+            s: {st: {"type": "SHUFFLE"} for st in streams} for s, streams in sources.items()
+        },
         "source->stream->fields": sources,
     }
 
 
-def run_component(command: Sequence[str], tuples: Iterable = (), *, kind: str = "bolt",
-                  conf: Mapping[str, Any] | None = None, context: Mapping | None = None,
-                  cwd: str | os.PathLike | None = None, timeout: float = 10,
-                  env: Mapping[str, str] | None = None, serializer: str = "json",
-                  nexts: int = 5, respond: str | Callable[[Any], str | None] | None = "ack",
-                  task_ids: Sequence[int] | Callable[[Emit], Sequence[int]] | None = None,
-                  reply_timeout: float = 2.0) -> ComponentResult:
+def run_component(
+    command: Sequence[str],
+    tuples: Iterable = (),
+    *,
+    kind: str = "bolt",
+    conf: Mapping[str, Any] | None = None,
+    context: Mapping | None = None,
+    cwd: str | os.PathLike | None = None,
+    timeout: float = 10,
+    env: Mapping[str, str] | None = None,
+    serializer: str = "json",
+    nexts: int = 5,
+    respond: str | Callable[[Any], str | None] | None = "ack",
+    task_ids: Sequence[int] | Callable[[Emit], Sequence[int]] | None = None,
+    reply_timeout: float = 2.0,
+) -> ComponentResult:
     """Run one bolt (or spout) process through a scripted exchange; see the module docstring.
 
     `tuples` (bolts): lists of values, or mappings {"values", "stream", "comp", "task", "id"}
@@ -1229,11 +1341,16 @@ def run_component(command: Sequence[str], tuples: Iterable = (), *, kind: str = 
     the whole exchange in real seconds."""
     if kind not in ("bolt", "spout"):
         raise ValueError(f"kind must be 'bolt' or 'spout', got {kind!r}")
-    messages = [] if kind == "spout" else [_tuple_message(t, n) for n, t in
-                                           enumerate(tuples, start=1)]
+    messages = (
+        [] if kind == "spout" else [_tuple_message(t, n) for n, t in enumerate(tuples, start=1)]
+    )
     context = dict(context) if context is not None else _default_context(kind, messages)
-    peer = ComponentPeer(list(command), cwd=None if cwd is None else str(cwd),
-                         env=None if env is None else dict(env), serializer=serializer)
+    peer = ComponentPeer(
+        list(command),
+        cwd=None if cwd is None else str(cwd),
+        env=None if env is None else dict(env),
+        serializer=serializer,
+    )
     result = ComponentResult(list(command), kind)
     ex = _Exchange(peer, result, context, task_ids, reply_timeout, time.monotonic() + timeout)
     try:

@@ -29,16 +29,49 @@ import yaml
 
 from host import config as cfg
 from host.errors import TopologyError
-from host.model import (ALL, BOLT, DIRECT, FIELDS, GLOBAL, GROUPING_TYPES, GROUPINGS_WITH_FIELDS,
-                        LOCAL_OR_SHUFFLE, NONE, PARTIAL_KEY, SHUFFLE, SPOUT, Component, Grouping,
-                        Input, Topology)
+from host.model import (
+    ALL,
+    BOLT,
+    DIRECT,
+    FIELDS,
+    GLOBAL,
+    GROUPING_TYPES,
+    GROUPINGS_WITH_FIELDS,
+    LOCAL_OR_SHUFFLE,
+    NONE,
+    PARTIAL_KEY,
+    SHUFFLE,
+    SPOUT,
+    Component,
+    Grouping,
+    Input,
+    Topology,
+)
 from multilang.messages import DEFAULT_STREAM
 
 TOPOLOGY_KEYS = ("name", "config", "spouts", "bolts")
-SPOUT_KEYS = ("command", "outputs", "parallelism", "config", "cwd", "env", "serializer",
-              "heartbeats", "activate")
-BOLT_KEYS = ("command", "outputs", "inputs", "parallelism", "config", "cwd", "env", "serializer",
-             "heartbeats")
+SPOUT_KEYS = (
+    "command",
+    "outputs",
+    "parallelism",
+    "config",
+    "cwd",
+    "env",
+    "serializer",
+    "heartbeats",
+    "activate",
+)
+BOLT_KEYS = (
+    "command",
+    "outputs",
+    "inputs",
+    "parallelism",
+    "config",
+    "cwd",
+    "env",
+    "serializer",
+    "heartbeats",
+)
 INPUT_KEYS = ("grouping", "fields", "partial_key", "stream")
 SERIALIZERS = ("json", "msgpack")
 RESERVED_PREFIX = "__"  # Storm's system components and streams: __acker, __system, __tick, ...
@@ -65,9 +98,11 @@ def load(path: str | os.PathLike, env_filter: bool = False) -> Topology:
         return _load_python(path)
     if path.suffix in (".yaml", ".yml"):
         return _load_yaml(path, env_filter)
-    raise TopologyError(f"unknown kind of topology file '{path.suffix}': expected .yaml, .yml "
-                        f"(our format or Flux) or .py (a Python file that builds the topology)",
-                        file=str(path))
+    raise TopologyError(
+        f"unknown kind of topology file '{path.suffix}': expected .yaml, .yml "
+        f"(our format or Flux) or .py (a Python file that builds the topology)",
+        file=str(path),
+    )
 
 
 def _base_dir(path: Path) -> Path:
@@ -75,6 +110,7 @@ def _base_dir(path: Path) -> Path:
 
 
 # ---- YAML ---------------------------------------------------------------------------------------
+
 
 class _Loader(yaml.SafeLoader):
     """safe_load, except that a key given twice in one mapping is an error: PyYAML silently keeps
@@ -92,9 +128,11 @@ class _Loader(yaml.SafeLoader):
                 continue  # unhashable key: the base class reports it
             if first is not key_node:
                 raise yaml.constructor.ConstructorError(
-                    "while constructing a mapping", node.start_mark,
+                    "while constructing a mapping",
+                    node.start_mark,
                     f"found duplicate key {key!r} (first at line {first.start_mark.line + 1})",
-                    key_node.start_mark)
+                    key_node.start_mark,
+                )
         return super().construct_mapping(node, deep=deep)
 
 
@@ -116,8 +154,9 @@ def parse_yaml_text(text: str, *, file: str | None) -> object:
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as e:
         # PyYAML's own constructors let these through for explicit tags on values that do not
         # fit them (`!!int abc`, `!!timestamp x`, `!!bool maybe`), and for very deep nesting
-        raise TopologyError(f"YAML value that cannot be read: {type(e).__name__}: {e}",
-                            file=file) from None
+        raise TopologyError(
+            f"YAML value that cannot be read: {type(e).__name__}: {e}", file=file
+        ) from None
 
 
 MAX_YAML_DEPTH = 64
@@ -134,11 +173,17 @@ def _check_shape(doc: object, file: str | None) -> None:
     def walk(value: object, depth: int) -> None:
         budget[0] -= 1
         if budget[0] < 0:
-            raise TopologyError(f"the document expands to more than {MAX_YAML_VALUES} values "
-                                "(aliases that refer to aliases?)", file=file)
+            raise TopologyError(
+                f"the document expands to more than {MAX_YAML_VALUES} values "
+                "(aliases that refer to aliases?)",
+                file=file,
+            )
         if depth > MAX_YAML_DEPTH:
-            raise TopologyError(f"values nested more than {MAX_YAML_DEPTH} levels deep (or an "
-                                "alias that refers to itself)", file=file)
+            raise TopologyError(
+                f"values nested more than {MAX_YAML_DEPTH} levels deep (or an "
+                "alias that refers to itself)",
+                file=file,
+            )
         if isinstance(value, dict):
             for k, v in value.items():
                 walk(k, depth + 1)
@@ -185,13 +230,14 @@ def is_flux(doc: object) -> bool:
         return False
     if any(key in doc for key in ("streams", "topologySource", "includes")):
         return True
-    return any(isinstance(doc.get(key), list)
-               and any(isinstance(item, dict) and "className" in item for item in doc[key])
-               for key in ("spouts", "bolts"))
+    return any(
+        isinstance(doc.get(key), list)
+        and any(isinstance(item, dict) and "className" in item for item in doc[key])
+        for key in ("spouts", "bolts")
+    )
 
 
-def load_flux(doc: dict, *, file: str | None, base_dir: Path,
-              env_filter: bool = False) -> Topology:
+def load_flux(doc: dict, *, file: str | None, base_dir: Path, env_filter: bool = False) -> Topology:
     """Flux YAML (spec/flux-shell.md), already parsed (and substituted when `env_filter`) -> a
     validated Topology; see `host.flux`."""
     from host.flux import load_flux as _load_flux  # host.flux imports this module
@@ -199,15 +245,19 @@ def load_flux(doc: dict, *, file: str | None, base_dir: Path,
     return _load_flux(doc, file=file, base_dir=base_dir, env_filter=env_filter)
 
 
-def from_document(doc: object, *, file: str | None = None,
-                  base_dir: str | os.PathLike | None = None) -> Topology:
+def from_document(
+    doc: object, *, file: str | None = None, base_dir: str | os.PathLike | None = None
+) -> Topology:
     """Our YAML format, already parsed, -> a validated Topology. Relative `cwd`s are resolved
     against `base_dir` (the topology file's directory)."""
     if doc is None:
         raise TopologyError("the topology file is empty", file=file)
     if not isinstance(doc, dict):
-        raise TopologyError(f"a topology is a mapping with the keys {', '.join(TOPOLOGY_KEYS)}; "
-                            f"this file holds a {type(doc).__name__}", file=file)
+        raise TopologyError(
+            f"a topology is a mapping with the keys {', '.join(TOPOLOGY_KEYS)}; "
+            f"this file holds a {type(doc).__name__}",
+            file=file,
+        )
     _reject_unknown_keys(doc, TOPOLOGY_KEYS, file=file)
     config = doc.get("config")
     builder = TopologyBuilder(doc.get("name"), config={} if config is None else config)
@@ -217,12 +267,22 @@ def from_document(doc: object, *, file: str | None = None,
     return builder.build(base_dir, source=file)
 
 
-def _reject_unknown_keys(mapping: Mapping, allowed: Sequence[str], *, file: str | None,
-                         component: str | None = None, prefix: str = "") -> None:
+def _reject_unknown_keys(
+    mapping: Mapping,
+    allowed: Sequence[str],
+    *,
+    file: str | None,
+    component: str | None = None,
+    prefix: str = "",
+) -> None:
     for key in mapping:
         if key not in allowed:
-            raise TopologyError(f"unknown key; allowed keys are: {', '.join(allowed)}",
-                                file=file, component=component, key=f"{prefix}{key}")
+            raise TopologyError(
+                f"unknown key; allowed keys are: {', '.join(allowed)}",
+                file=file,
+                component=component,
+                key=f"{prefix}{key}",
+            )
 
 
 def _components_section(doc: dict, key: str, file: str | None) -> dict:
@@ -230,26 +290,41 @@ def _components_section(doc: dict, key: str, file: str | None) -> dict:
     if section is None:
         return {}
     if isinstance(section, list):
-        raise TopologyError(f"{key} is a mapping from component id to component, e.g. "
-                            f"'{key}: {{my-id: {{command: [...]}}}}' (a list is Flux's form)",
-                            file=file, key=key)
+        raise TopologyError(
+            f"{key} is a mapping from component id to component, e.g. "
+            f"'{key}: {{my-id: {{command: [...]}}}}' (a list is Flux's form)",
+            file=file,
+            key=key,
+        )
     if not isinstance(section, dict):
-        raise TopologyError(f"{key} must be a mapping from component id to component, not "
-                            f"{type(section).__name__}", file=file, key=key)
+        raise TopologyError(
+            f"{key} must be a mapping from component id to component, not {type(section).__name__}",
+            file=file,
+            key=key,
+        )
     return section
 
 
-def _add_yaml_component(builder: TopologyBuilder, kind: str, component_id: object, body: object,
-                        file: str | None) -> None:
+def _add_yaml_component(
+    builder: TopologyBuilder, kind: str, component_id: object, body: object, file: str | None
+) -> None:
     name = str(component_id)
     if not isinstance(body, dict):
-        raise TopologyError(f"a {kind} is a mapping with at least 'command', not "
-                            f"{type(body).__name__}", file=file, component=name)
+        raise TopologyError(
+            f"a {kind} is a mapping with at least 'command', not {type(body).__name__}",
+            file=file,
+            component=name,
+        )
     if kind == SPOUT and "inputs" in body:
-        raise TopologyError("a spout takes no inputs (only bolts subscribe to streams)",
-                            file=file, component=name, key="inputs")
-    _reject_unknown_keys(body, SPOUT_KEYS if kind == SPOUT else BOLT_KEYS, file=file,
-                         component=name)
+        raise TopologyError(
+            "a spout takes no inputs (only bolts subscribe to streams)",
+            file=file,
+            component=name,
+            key="inputs",
+        )
+    _reject_unknown_keys(
+        body, SPOUT_KEYS if kind == SPOUT else BOLT_KEYS, file=file, component=name
+    )
     options = {k: v for k, v in body.items() if k not in ("command", "inputs")}
     declare = builder.spout if kind == SPOUT else builder.bolt
     declarer = declare(component_id, body.get("command"), **options)
@@ -263,9 +338,13 @@ def _yaml_inputs(inputs: object, file: str | None, component: str) -> list[_RawI
     if inputs is None:
         return []
     if not isinstance(inputs, dict):
-        raise TopologyError("inputs must be a mapping from source component to grouping, e.g. "
-                            "'inputs: {sentences: shuffle}'", file=file, component=component,
-                            key="inputs")
+        raise TopologyError(
+            "inputs must be a mapping from source component to grouping, e.g. "
+            "'inputs: {sentences: shuffle}'",
+            file=file,
+            component=component,
+            key="inputs",
+        )
     out = []
     for source, spec in inputs.items():
         for item in spec if isinstance(spec, list) else [spec]:
@@ -278,26 +357,40 @@ def _yaml_input(source: object, spec: object, file: str | None, component: str) 
     if isinstance(spec, str):
         return _RawInput(source, spec)
     if not isinstance(spec, dict):
-        raise TopologyError(f"give a grouping ({', '.join(GROUPING_TYPES)}) or a mapping like "
-                            f"{{fields: [word]}} or {{grouping: shuffle, stream: s}}; got {spec!r}",
-                            file=file, component=component, key=key)
+        raise TopologyError(
+            f"give a grouping ({', '.join(GROUPING_TYPES)}) or a mapping like "
+            f"{{fields: [word]}} or {{grouping: shuffle, stream: s}}; got {spec!r}",
+            file=file,
+            component=component,
+            key=key,
+        )
     _reject_unknown_keys(spec, INPUT_KEYS, file=file, component=component, prefix=f"{key}.")
     stream = spec.get("stream", DEFAULT_STREAM)
     if PARTIAL_KEY in spec:
         if spec.get("grouping", PARTIAL_KEY) != PARTIAL_KEY or "fields" in spec:
-            raise TopologyError("'partial_key: [fields]' is a grouping by itself: do not combine "
-                                "it with 'grouping' or 'fields'", file=file, component=component,
-                                key=key)
+            raise TopologyError(
+                "'partial_key: [fields]' is a grouping by itself: do not combine "
+                "it with 'grouping' or 'fields'",
+                file=file,
+                component=component,
+                key=key,
+            )
         return _RawInput(source, PARTIAL_KEY, spec[PARTIAL_KEY], stream)
     if "grouping" in spec:
         return _RawInput(source, spec["grouping"], spec.get("fields", ()), stream)
     if "fields" in spec:
         return _RawInput(source, FIELDS, spec["fields"], stream)
-    raise TopologyError(f"say how to group: 'grouping: NAME' (one of {', '.join(GROUPING_TYPES)}) "
-                        f"or 'fields: [...]'", file=file, component=component, key=key)
+    raise TopologyError(
+        f"say how to group: 'grouping: NAME' (one of {', '.join(GROUPING_TYPES)}) "
+        f"or 'fields: [...]'",
+        file=file,
+        component=component,
+        key=key,
+    )
 
 
 # ---- Python files -------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class _Loading:
@@ -307,24 +400,29 @@ class _Loading:
 
 # Set while a .py topology file runs, so that `TopologyBuilder.build()` inside it resolves paths
 # against that file's directory without being told.
-_LOADING: contextvars.ContextVar[_Loading | None] = contextvars.ContextVar("_LOADING",
-                                                                            default=None)
+_LOADING: contextvars.ContextVar[_Loading | None] = contextvars.ContextVar("_LOADING", default=None)
 
 
 def _load_python(path: Path) -> Topology:
     file, base_dir = str(path), _base_dir(path)
     namespace = _run_python(path, _Loading(file, base_dir))
     if "topology" not in namespace:
-        raise TopologyError("a Python topology file must define a module-level `topology` "
-                            "(a TopologyBuilder, or the Topology its build() returns)", file=file,
-                            key="topology")
+        raise TopologyError(
+            "a Python topology file must define a module-level `topology` "
+            "(a TopologyBuilder, or the Topology its build() returns)",
+            file=file,
+            key="topology",
+        )
     value = namespace["topology"]
     if isinstance(value, TopologyBuilder):
         return value.build(base_dir, source=file)
     if isinstance(value, Topology):
         return _finish(value, base_dir, file)
-    raise TopologyError(f"`topology` must be a TopologyBuilder or a Topology, not "
-                        f"{type(value).__name__}", file=file, key="topology")
+    raise TopologyError(
+        f"`topology` must be a TopologyBuilder or a Topology, not {type(value).__name__}",
+        file=file,
+        key="topology",
+    )
 
 
 def _run_python(path: Path, loading: _Loading) -> dict:
@@ -334,16 +432,19 @@ def _run_python(path: Path, loading: _Loading) -> dict:
     try:
         return runpy.run_path(str(path), run_name="__topology__")
     except TopologyError as e:
-        raise TopologyError(e.problem, file=e.file or loading.file, component=e.component,
-                            key=e.key) from e
+        raise TopologyError(
+            e.problem, file=e.file or loading.file, component=e.component, key=e.key
+        ) from e
     except SyntaxError as e:
-        raise TopologyError(f"Python syntax error at line {e.lineno}: {e.msg}",
-                            file=loading.file) from None
+        raise TopologyError(
+            f"Python syntax error at line {e.lineno}: {e.msg}", file=loading.file
+        ) from None
     except (Exception, SystemExit) as e:  # the user's code: any failure is a bad topology
         line = _failing_line(e, path)
         where = f" at line {line}" if line else ""
-        raise TopologyError(f"running the file failed{where}: {type(e).__name__}: {e}",
-                            file=loading.file) from e
+        raise TopologyError(
+            f"running the file failed{where}: {type(e).__name__}: {e}", file=loading.file
+        ) from e
     finally:
         _LOADING.reset(token)
         if sys.path and sys.path[0] == str(loading.base_dir):
@@ -352,8 +453,11 @@ def _run_python(path: Path, loading: _Loading) -> dict:
 
 def _failing_line(error: BaseException, path: Path) -> int | None:
     target = os.path.abspath(path)
-    lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__)
-             if os.path.abspath(frame.filename) == target]
+    lines = [
+        frame.lineno
+        for frame in traceback.extract_tb(error.__traceback__)
+        if os.path.abspath(frame.filename) == target
+    ]
     return lines[-1] if lines else None
 
 
@@ -361,8 +465,10 @@ def _finish(topology: Topology, base_dir: Path, file: str) -> Topology:
     """A Topology made by hand in a .py file: resolve relative cwds, remember the file, validate."""
     components = tuple(
         replace(c, cwd=os.path.normpath(base_dir / c.cwd))
-        if isinstance(c.cwd, str) and not os.path.isabs(c.cwd) else c
-        for c in topology.components)
+        if isinstance(c.cwd, str) and not os.path.isabs(c.cwd)
+        else c
+        for c in topology.components
+    )
     topology = replace(topology, components=components, source=topology.source or file)
     validate(topology)
     return topology
@@ -371,6 +477,7 @@ def _finish(topology: Topology, base_dir: Path, file: str) -> Topology:
 # ================================================================================================
 # The builder
 # ================================================================================================
+
 
 @dataclass
 class _RawInput:
@@ -412,8 +519,9 @@ class ComponentDeclarer:
     def __init__(self, raw: _RawComponent):
         self._raw = raw
 
-    def grouping(self, source: str, grouping: str, fields: Sequence[str] = (),
-                 stream: str = DEFAULT_STREAM) -> ComponentDeclarer:
+    def grouping(
+        self, source: str, grouping: str, fields: Sequence[str] = (), stream: str = DEFAULT_STREAM
+    ) -> ComponentDeclarer:
         """Subscribe to `source`'s `stream` with any grouping by name."""
         self._raw.inputs.append(_RawInput(source, grouping, fields, stream))
         return self
@@ -424,8 +532,9 @@ class ComponentDeclarer:
     def fields(self, source: str, *fields: str, stream: str = DEFAULT_STREAM) -> ComponentDeclarer:
         return self.grouping(source, FIELDS, _field_list(fields), stream)
 
-    def partial_key(self, source: str, *fields: str,
-                    stream: str = DEFAULT_STREAM) -> ComponentDeclarer:
+    def partial_key(
+        self, source: str, *fields: str, stream: str = DEFAULT_STREAM
+    ) -> ComponentDeclarer:
         return self.grouping(source, PARTIAL_KEY, _field_list(fields), stream)
 
     def all(self, source: str, stream: str = DEFAULT_STREAM) -> ComponentDeclarer:
@@ -461,29 +570,75 @@ class TopologyBuilder:
         self.config = {} if config is None else config
         self._components: list[_RawComponent] = []
 
-    def spout(self, id: str, command: Sequence[str], outputs: Sequence[str] | Mapping | None = None,
-              parallelism: int = 1, *, config: Mapping | None = None, cwd: str | None = None,
-              env: Mapping[str, str] | None = None, serializer: str = "json",
-              heartbeats: bool = True, activate: bool = True) -> ComponentDeclarer:
+    def spout(
+        self,
+        id: str,
+        command: Sequence[str],
+        outputs: Sequence[str] | Mapping | None = None,
+        parallelism: int = 1,
+        *,
+        config: Mapping | None = None,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        serializer: str = "json",
+        heartbeats: bool = True,
+        activate: bool = True,
+    ) -> ComponentDeclarer:
         """Declare a spout. `outputs`: a list of field names (the default stream) or a mapping
         stream -> field names. `cwd` is relative to the topology's directory."""
-        return self._add(_RawComponent(id, SPOUT, command, outputs, parallelism, config, cwd, env,
-                                       serializer, heartbeats, activate))
+        return self._add(
+            _RawComponent(
+                id,
+                SPOUT,
+                command,
+                outputs,
+                parallelism,
+                config,
+                cwd,
+                env,
+                serializer,
+                heartbeats,
+                activate,
+            )
+        )
 
-    def bolt(self, id: str, command: Sequence[str], outputs: Sequence[str] | Mapping | None = None,
-             parallelism: int = 1, *, config: Mapping | None = None, cwd: str | None = None,
-             env: Mapping[str, str] | None = None, serializer: str = "json",
-             heartbeats: bool = True) -> ComponentDeclarer:
+    def bolt(
+        self,
+        id: str,
+        command: Sequence[str],
+        outputs: Sequence[str] | Mapping | None = None,
+        parallelism: int = 1,
+        *,
+        config: Mapping | None = None,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        serializer: str = "json",
+        heartbeats: bool = True,
+    ) -> ComponentDeclarer:
         """Declare a bolt; subscribe it with the returned declarer's grouping methods."""
-        return self._add(_RawComponent(id, BOLT, command, outputs, parallelism, config, cwd, env,
-                                       serializer, heartbeats, True))
+        return self._add(
+            _RawComponent(
+                id,
+                BOLT,
+                command,
+                outputs,
+                parallelism,
+                config,
+                cwd,
+                env,
+                serializer,
+                heartbeats,
+                True,
+            )
+        )
 
     def _add(self, raw: _RawComponent) -> ComponentDeclarer:
         self._components.append(raw)
         return ComponentDeclarer(raw)
 
-    def build(self, base_dir: str | os.PathLike | None = None, *,
-              source: str | None = None) -> Topology:
+    def build(
+        self, base_dir: str | os.PathLike | None = None, *, source: str | None = None
+    ) -> Topology:
         """The validated, frozen Topology. `base_dir` (default: the directory of the topology
         file being loaded, else the current directory) is where components run unless they say
         otherwise; `source` names the file in error messages."""
@@ -502,38 +657,56 @@ class TopologyBuilder:
 
 # ---- raw values -> model ------------------------------------------------------------------------
 
+
 def _component(raw: _RawComponent, base: Path, file: str | None) -> Component:
     _check_id(raw.id, file)
     where = {"file": file, "component": raw.id}
     if raw.config is not None and not isinstance(raw.config, dict):
         raise TopologyError("config must be a mapping of keys to values", key="config", **where)
     return Component(
-        id=raw.id, kind=raw.kind, command=_command(raw.command, **where),
+        id=raw.id,
+        kind=raw.kind,
+        command=_command(raw.command, **where),
         outputs=_outputs(raw.outputs, **where),
         inputs=tuple(_input(i, **where) for i in raw.inputs),
-        parallelism=raw.parallelism, config=copy.deepcopy(raw.config or {}),
-        cwd=_cwd(raw.cwd, base, **where), env=_env(raw.env, **where),
-        serializer=raw.serializer, heartbeats=raw.heartbeats, activate=raw.activate)
+        parallelism=raw.parallelism,
+        config=copy.deepcopy(raw.config or {}),
+        cwd=_cwd(raw.cwd, base, **where),
+        env=_env(raw.env, **where),
+        serializer=raw.serializer,
+        heartbeats=raw.heartbeats,
+        activate=raw.activate,
+    )
 
 
 def _command(value: object, *, file: str | None, component: str) -> tuple[str, ...]:
     where = {"file": file, "component": component, "key": "command"}
     if value is None:
-        raise TopologyError("missing command: give the argv list to run, e.g. "
-                            "[python, my_bolt.py]", **where)
+        raise TopologyError(
+            "missing command: give the argv list to run, e.g. [python, my_bolt.py]", **where
+        )
     if isinstance(value, str):
-        raise TopologyError(f"must be a list of arguments (argv), not a string: commands run "
-                            f"without a shell, so write {_argv_hint(value)}", **where)
+        raise TopologyError(
+            f"must be a list of arguments (argv), not a string: commands run "
+            f"without a shell, so write {_argv_hint(value)}",
+            **where,
+        )
     if not isinstance(value, (list, tuple)):
-        raise TopologyError(f"must be a list of arguments (argv), e.g. [python, my_bolt.py], "
-                            f"not {type(value).__name__}", **where)
+        raise TopologyError(
+            f"must be a list of arguments (argv), e.g. [python, my_bolt.py], "
+            f"not {type(value).__name__}",
+            **where,
+        )
     if not value:
-        raise TopologyError("is empty: give the argv list to run, e.g. [python, my_bolt.py]",
-                            **where)
+        raise TopologyError(
+            "is empty: give the argv list to run, e.g. [python, my_bolt.py]", **where
+        )
     for i, arg in enumerate(value):
         if not isinstance(arg, str) or not arg:
-            raise TopologyError(f"argument {i} must be a non-empty string, got {arg!r} (quote "
-                                f"numbers in YAML)", **where)
+            raise TopologyError(
+                f"argument {i} must be a non-empty string, got {arg!r} (quote numbers in YAML)",
+                **where,
+            )
     return tuple(value)
 
 
@@ -550,17 +723,24 @@ def _outputs(value: object, *, file: str | None, component: str) -> dict[str, tu
     if isinstance(value, (list, tuple)):
         return {DEFAULT_STREAM: _names(value, file, component, "outputs")}
     if isinstance(value, dict):
-        return {stream: _names(fields, file, component, f"outputs.{stream}")
-                for stream, fields in value.items()}
-    raise TopologyError("outputs must be a list of field names (the default stream) or a mapping "
-                        "stream -> list of field names", file=file, component=component,
-                        key="outputs")
+        return {
+            stream: _names(fields, file, component, f"outputs.{stream}")
+            for stream, fields in value.items()
+        }
+    raise TopologyError(
+        "outputs must be a list of field names (the default stream) or a mapping "
+        "stream -> list of field names",
+        file=file,
+        component=component,
+        key="outputs",
+    )
 
 
 def _names(value: object, file: str | None, component: str, key: str) -> tuple[str, ...]:
     if not isinstance(value, (list, tuple)):
-        raise TopologyError(f"must be a list of field names, got {value!r}", file=file,
-                            component=component, key=key)
+        raise TopologyError(
+            f"must be a list of field names, got {value!r}", file=file, component=component, key=key
+        )
     return tuple(value)
 
 
@@ -568,11 +748,13 @@ def _input(raw: _RawInput, *, file: str | None, component: str) -> Input:
     key = f"inputs.{raw.source}"
     where = {"file": file, "component": component, "key": key}
     if not isinstance(raw.source, str):
-        raise TopologyError(f"source must be a component id (a string), got {raw.source!r}",
-                            **where)
+        raise TopologyError(
+            f"source must be a component id (a string), got {raw.source!r}", **where
+        )
     if not isinstance(raw.grouping, str):
-        raise TopologyError(f"grouping must be one of {', '.join(GROUPING_TYPES)}, "
-                            f"got {raw.grouping!r}", **where)
+        raise TopologyError(
+            f"grouping must be one of {', '.join(GROUPING_TYPES)}, got {raw.grouping!r}", **where
+        )
     fields = (raw.fields,) if isinstance(raw.fields, str) else raw.fields
     if not isinstance(fields, (list, tuple)):
         raise TopologyError(f"fields must be a list of field names, got {raw.fields!r}", **where)
@@ -584,8 +766,12 @@ def _cwd(value: object, base: Path, *, file: str | None, component: str) -> str:
     if value is None:
         return str(base)
     if not isinstance(value, str) or not value:
-        raise TopologyError(f"cwd must be a directory path, got {value!r}", file=file,
-                            component=component, key="cwd")
+        raise TopologyError(
+            f"cwd must be a directory path, got {value!r}",
+            file=file,
+            component=component,
+            key="cwd",
+        )
     return os.path.normpath(base / os.path.expanduser(value))
 
 
@@ -602,8 +788,7 @@ def _env(value: object, *, file: str | None, component: str) -> dict[str, str]:
         if isinstance(val, (int, float)) and not isinstance(val, bool):
             val = str(val)  # `PORT: 8080` in YAML is an int; the environment holds text
         if not isinstance(val, str):
-            raise TopologyError(f"{name} must be a string, got {val!r} (quote it in YAML)",
-                                **where)
+            raise TopologyError(f"{name} must be a string, got {val!r} (quote it in YAML)", **where)
         env[name] = val
     return env
 
@@ -611,6 +796,7 @@ def _env(value: object, *, file: str | None, component: str) -> dict[str, str]:
 # ================================================================================================
 # Validation
 # ================================================================================================
+
 
 def validate(topology: Topology, *, strict_config: bool = True) -> None:
     """Raise TopologyError (naming file, component, key) for the first problem found. Checks
@@ -632,40 +818,65 @@ def validate(topology: Topology, *, strict_config: bool = True) -> None:
 
 def _check_name(name: object, file: str | None) -> None:
     if name is not None and not isinstance(name, str):
-        raise TopologyError(f"the topology name must be a string, got {name!r} (quote it in "
-                            f"YAML)", file=file, key="name")
+        raise TopologyError(
+            f"the topology name must be a string, got {name!r} (quote it in YAML)",
+            file=file,
+            key="name",
+        )
     if name is None or not name.strip():
-        raise TopologyError("missing topology name: give the topology a non-empty 'name'",
-                            file=file, key="name")
+        raise TopologyError(
+            "missing topology name: give the topology a non-empty 'name'", file=file, key="name"
+        )
     bad = sorted({ch for ch in name if ch in FORBIDDEN_NAME_CHARS})
     if bad:
-        raise TopologyError(f"topology name {name!r} may not contain {' '.join(bad)} (Storm "
-                            f"rejects / . : \\ in names)", file=file, key="name")
+        raise TopologyError(
+            f"topology name {name!r} may not contain {' '.join(bad)} (Storm "
+            f"rejects / . : \\ in names)",
+            file=file,
+            key="name",
+        )
 
 
 def _check_id(component_id: object, file: str | None) -> None:
     if not isinstance(component_id, str) or not component_id:
-        raise TopologyError(f"component ids must be non-empty strings, got {component_id!r}",
-                            file=file, component=str(component_id), key="id")
+        raise TopologyError(
+            f"component ids must be non-empty strings, got {component_id!r}",
+            file=file,
+            component=str(component_id),
+            key="id",
+        )
     if component_id.startswith(RESERVED_PREFIX):
-        raise TopologyError("ids starting with '__' are reserved for Storm's system components "
-                            "(__acker, __system)", file=file, component=component_id, key="id")
+        raise TopologyError(
+            "ids starting with '__' are reserved for Storm's system components (__acker, __system)",
+            file=file,
+            component=component_id,
+            key="id",
+        )
 
 
 def _check_ids(topology: Topology, file: str | None) -> None:
     if not topology.spouts:
-        raise TopologyError("the topology has no spouts: nothing would emit tuples",
-                            file=file, key="spouts")
+        raise TopologyError(
+            "the topology has no spouts: nothing would emit tuples", file=file, key="spouts"
+        )
     seen: dict[str, str] = {}
     for c in topology.components:
         _check_id(c.id, file)
         if c.kind not in (SPOUT, BOLT):
-            raise TopologyError(f"kind must be '{SPOUT}' or '{BOLT}', got {c.kind!r}", file=file,
-                                component=c.id, key="kind")
+            raise TopologyError(
+                f"kind must be '{SPOUT}' or '{BOLT}', got {c.kind!r}",
+                file=file,
+                component=c.id,
+                key="kind",
+            )
         if c.id in seen:
-            raise TopologyError(f"duplicate component id: a {seen[c.id]} and a {c.kind} are both "
-                                f"called {c.id!r}; ids must be unique across spouts and bolts",
-                                file=file, component=c.id, key="id")
+            raise TopologyError(
+                f"duplicate component id: a {seen[c.id]} and a {c.kind} are both "
+                f"called {c.id!r}; ids must be unique across spouts and bolts",
+                file=file,
+                component=c.id,
+                key="id",
+            )
         seen[c.id] = c.kind
 
 
@@ -673,44 +884,57 @@ def _check_component(c: Component, file: str | None, strict_config: bool) -> Non
     where = {"file": file, "component": c.id}
     _command(c.command, **where)
     if not cfg._is_int(c.parallelism) or c.parallelism < 1:
-        raise TopologyError(f"parallelism must be an integer >= 1, got {c.parallelism!r}",
-                            key="parallelism", **where)
+        raise TopologyError(
+            f"parallelism must be an integer >= 1, got {c.parallelism!r}",
+            key="parallelism",
+            **where,
+        )
     _check_outputs(c, file)
     cfg.check_config(c.config, file=file, component=c.id, strict=strict_config)
     _check_cwd(c, file)
     _env(c.env, **where)
     if c.serializer not in SERIALIZERS:
-        raise TopologyError(f"serializer must be one of {', '.join(SERIALIZERS)}, got "
-                            f"{c.serializer!r}", key="serializer", **where)
+        raise TopologyError(
+            f"serializer must be one of {', '.join(SERIALIZERS)}, got {c.serializer!r}",
+            key="serializer",
+            **where,
+        )
     for key in ("heartbeats", "activate"):
         if not isinstance(getattr(c, key), bool):
-            raise TopologyError(f"must be true or false, got {getattr(c, key)!r}", key=key,
-                                **where)
+            raise TopologyError(f"must be true or false, got {getattr(c, key)!r}", key=key, **where)
     if c.is_spout and c.inputs:
-        raise TopologyError("a spout takes no inputs (only bolts subscribe to streams)",
-                            key="inputs", **where)
+        raise TopologyError(
+            "a spout takes no inputs (only bolts subscribe to streams)", key="inputs", **where
+        )
     if not c.is_spout and not c.inputs:
-        raise TopologyError("bolt has no inputs: subscribe it to a spout or bolt, e.g. "
-                            "'inputs: {my-spout: shuffle}'", key="inputs", **where)
+        raise TopologyError(
+            "bolt has no inputs: subscribe it to a spout or bolt, e.g. "
+            "'inputs: {my-spout: shuffle}'",
+            key="inputs",
+            **where,
+        )
 
 
 def _check_outputs(c: Component, file: str | None) -> None:
     if not isinstance(c.outputs, dict):
-        raise TopologyError("outputs must map stream ids to field lists", file=file,
-                            component=c.id, key="outputs")
+        raise TopologyError(
+            "outputs must map stream ids to field lists", file=file, component=c.id, key="outputs"
+        )
     for stream, fields in c.outputs.items():
         where = {"file": file, "component": c.id, "key": f"outputs.{stream}"}
         if not isinstance(stream, str) or not stream:
             raise TopologyError(f"stream ids must be non-empty strings, got {stream!r}", **where)
         if stream.startswith(RESERVED_PREFIX):
-            raise TopologyError("stream ids starting with '__' are reserved for Storm's system "
-                                "streams (__tick, __heartbeat, ...)", **where)
+            raise TopologyError(
+                "stream ids starting with '__' are reserved for Storm's system "
+                "streams (__tick, __heartbeat, ...)",
+                **where,
+            )
         if not isinstance(fields, (list, tuple)):
             raise TopologyError(f"must be a list of field names, got {fields!r}", **where)
         for name in fields:
             if not isinstance(name, str) or not name:
-                raise TopologyError(f"field names must be non-empty strings, got {name!r}",
-                                    **where)
+                raise TopologyError(f"field names must be non-empty strings, got {name!r}", **where)
         duplicates = sorted({name for name in fields if list(fields).count(name) > 1})
         if duplicates:
             raise TopologyError(f"field {duplicates[0]!r} is declared twice", **where)
@@ -732,43 +956,55 @@ def _check_inputs(c: Component, ids: dict[str, Component], file: str | None) -> 
         where = {"file": file, "component": c.id, "key": f"inputs.{inp.source}"}
         source = ids.get(inp.source)
         if source is None:
-            raise TopologyError(f"unknown component {inp.source!r}; the components are: "
-                                f"{', '.join(sorted(ids))}", **where)
+            raise TopologyError(
+                f"unknown component {inp.source!r}; the components are: {', '.join(sorted(ids))}",
+                **where,
+            )
         _check_grouping(inp.grouping, where)
         if not isinstance(inp.stream, str) or not inp.stream:
-            raise TopologyError(f"stream must be a non-empty string, got {inp.stream!r}",
-                                **where)
+            raise TopologyError(f"stream must be a non-empty string, got {inp.stream!r}", **where)
         if inp.stream not in source.outputs:
             declared = ", ".join(source.outputs) or "none (give it outputs)"
-            raise TopologyError(f"{inp.source!r} declares no stream {inp.stream!r}; its streams "
-                                f"are: {declared}", **where)
+            raise TopologyError(
+                f"{inp.source!r} declares no stream {inp.stream!r}; its streams are: {declared}",
+                **where,
+            )
         missing = [f for f in inp.grouping.fields if f not in source.outputs[inp.stream]]
         if missing:
             raise TopologyError(
                 f"field {missing[0]!r} is not in stream {inp.stream!r} of {inp.source!r}, whose "
-                f"fields are: {', '.join(source.outputs[inp.stream]) or 'none'}", **where)
+                f"fields are: {', '.join(source.outputs[inp.stream]) or 'none'}",
+                **where,
+            )
         if (inp.source, inp.stream) in subscribed:
-            raise TopologyError(f"subscribes twice to stream {inp.stream!r} of {inp.source!r}",
-                                **where)
+            raise TopologyError(
+                f"subscribes twice to stream {inp.stream!r} of {inp.source!r}", **where
+            )
         subscribed.add((inp.source, inp.stream))
 
 
 def _check_grouping(grouping: Grouping, where: dict) -> None:
     if grouping.type not in GROUPING_TYPES:
-        raise TopologyError(f"unknown grouping {grouping.type!r}; groupings are: "
-                            f"{', '.join(GROUPING_TYPES)}", **where)
+        raise TopologyError(
+            f"unknown grouping {grouping.type!r}; groupings are: {', '.join(GROUPING_TYPES)}",
+            **where,
+        )
     for name in grouping.fields:
         if not isinstance(name, str) or not name:
             raise TopologyError(f"field names must be non-empty strings, got {name!r}", **where)
     if grouping.type in GROUPINGS_WITH_FIELDS and not grouping.fields:
-        raise TopologyError(f"{grouping.type} grouping needs fields, e.g. "
-                            f"{{{grouping.type if grouping.type == PARTIAL_KEY else 'fields'}: "
-                            f"[word]}}", **where)
+        raise TopologyError(
+            f"{grouping.type} grouping needs fields, e.g. "
+            f"{{{grouping.type if grouping.type == PARTIAL_KEY else 'fields'}: "
+            f"[word]}}",
+            **where,
+        )
     if grouping.type not in GROUPINGS_WITH_FIELDS and grouping.fields:
         raise TopologyError(f"{grouping.type} grouping takes no fields", **where)
 
 
 # ---- can it start? ------------------------------------------------------------------------------
+
 
 def host_bin_dir() -> str:
     """The host interpreter's bin directory, first on every component's PATH (so `python` is the
@@ -803,8 +1039,7 @@ _CODE_OPTIONS = frozenset({"-c", "-m", "-e", "--eval", "-p", "--print"})
 
 def _looks_like_script(arg: str) -> bool:
     """`split.py`, `lib/count.js`: worth checking. Options, URLs and code snippets are not."""
-    return (not arg.startswith("-") and "://" not in arg
-            and _SCRIPT_ARG.fullmatch(arg) is not None)
+    return not arg.startswith("-") and "://" not in arg and _SCRIPT_ARG.fullmatch(arg) is not None
 
 
 def _check_launchable(c: Component, file: str | None) -> None:
@@ -816,18 +1051,23 @@ def _check_launchable(c: Component, file: str | None) -> None:
         if previous in _CODE_OPTIONS:
             continue  # `python -m pkg.mod`, `bash -c code`: not a file
         if _looks_like_script(arg) and not os.path.exists(os.path.join(c.cwd, arg)):
-            raise TopologyError(f"script {arg!r} does not exist in the component's directory "
-                                f"{c.cwd}", **where)
+            raise TopologyError(
+                f"script {arg!r} does not exist in the component's directory {c.cwd}", **where
+            )
 
 
 def _not_found(program: str, cwd: str) -> str:
     if os.sep not in program:
-        return (f"executable {program!r} not found on PATH (the host's {host_bin_dir()} is "
-                f"searched first); install it or give its path")
+        return (
+            f"executable {program!r} not found on PATH (the host's {host_bin_dir()} is "
+            f"searched first); install it or give its path"
+        )
     path = os.path.join(cwd, program)
     if not os.path.exists(path):
         return f"{program!r} does not exist (relative to the component's directory {cwd})"
     if os.path.isdir(path):
         return f"{program!r} is a directory, not a program"
-    return (f"{program!r} is not executable: chmod +x it, or run it through its interpreter, "
-            f"e.g. [bash, {program}]")
+    return (
+        f"{program!r} is not executable: chmod +x it, or run it through its interpreter, "
+        f"e.g. [bash, {program}]"
+    )

@@ -28,8 +28,12 @@ class Watchdog:
     def __init__(self, token: str, pid_dir: str):
         self.token = token
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "host.watchdog", token, pid_dir], stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+            [sys.executable, "-m", "host.watchdog", token, pid_dir],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            start_new_session=True,
+            close_fds=True,
+        )
 
     def close(self, timeout: float = 5.0) -> None:
         """Let the watchdog sweep (what a crashed incarnation left behind) and wait for it."""

@@ -40,7 +40,8 @@ import os
 import sys
 import time
 from collections import deque
-from typing import Any, Iterable, NoReturn
+from collections.abc import Iterable
+from typing import Any, NoReturn
 
 from .codec import EncodeError, HostDecoder, ProtocolError, dumps, frame, ujson_dumps, values_json
 from .messages import (
@@ -59,8 +60,18 @@ from .messages import (
     TupleMessage,
 )
 
-__all__ = ["Bolt", "BasicBolt", "Spout", "Tuple", "TRACE", "DEBUG", "INFO", "WARN", "ERROR",
-           "EncodeError"]
+__all__ = [
+    "Bolt",
+    "BasicBolt",
+    "Spout",
+    "Tuple",
+    "TRACE",
+    "DEBUG",
+    "INFO",
+    "WARN",
+    "ERROR",
+    "EncodeError",
+]
 
 READ_SIZE = 64 * 1024  # the Linux pipe capacity: one read drains a full pipe
 FLUSH_EVERY = 100  # input messages handled between writes when a read brings more
@@ -91,8 +102,10 @@ class Tuple(TupleMessage):
         return self.comp
 
     def __repr__(self) -> str:
-        return (f"Tuple(id={self.id!r}, component={self.comp!r}, stream={self.stream!r}, "
-                f"task={self.task!r}, values={self.values!r})")
+        return (
+            f"Tuple(id={self.id!r}, component={self.comp!r}, stream={self.stream!r}, "
+            f"task={self.task!r}, values={self.values!r})"
+        )
 
 
 class _EndOfInput(BaseException):
@@ -103,7 +116,7 @@ class _EndOfInput(BaseException):
 class _StdoutToLog(io.TextIOBase):
     """Stands in for sys.stdout: every complete printed line becomes a `log` message."""
 
-    def __init__(self, component: "_Component"):
+    def __init__(self, component: _Component):
         super().__init__()
         self._component = component
         self._partial = ""
@@ -190,9 +203,9 @@ class _Component:
         self.task_id: int | None = None
         self.component_id: str | None = None
         self._decoder = HostDecoder(tuple_type=self._tuple_type)
-        self._pending: deque = deque()   # decoded host messages not handled yet, in order
+        self._pending: deque = deque()  # decoded host messages not handled yet, in order
         self._task_ids: deque = deque()  # task-id lists read before anyone asked for them
-        self._out: list[bytes] = []      # frames to write at the next flush
+        self._out: list[bytes] = []  # frames to write at the next flush
         self._in_fd = 0
         self._out_fd = 1
         self._stdout_log: _StdoutToLog | None = None
@@ -245,7 +258,7 @@ class _Component:
     def _protect_stdout(self) -> None:
         sys.stdout.flush()
         self._out_fd = os.dup(1)  # our private copy of the protocol pipe (not inherited)
-        os.dup2(2, 1)             # fd-level writes to "stdout" now land on stderr
+        os.dup2(2, 1)  # fd-level writes to "stdout" now land on stderr
         self._stdout_log = _StdoutToLog(self)
         sys.stdout = self._stdout_log
 
@@ -257,8 +270,9 @@ class _Component:
             raise _StartupError(f"expected the handshake as the first message, got {msg!r}")
         self.conf, self.context = msg.conf, msg.context
         self.task_id = self.context.get("taskid")
-        self.component_id = self.context.get("componentid") or \
-            self.context.get("task->component", {}).get(str(self.task_id))
+        self.component_id = self.context.get("componentid") or self.context.get(
+            "task->component", {}
+        ).get(str(self.task_id))
         try:
             open(os.path.join(msg.pid_dir, str(self.pid)), "w").close()
         except OSError as exc:
@@ -369,8 +383,9 @@ class _Component:
                 messages += again.decoded
                 exc = again
 
-    def _send_emit(self, wire: dict, direct_task: int | None,
-                   need_task_ids: bool) -> list[int] | None:
+    def _send_emit(
+        self, wire: dict, direct_task: int | None, need_task_ids: bool
+    ) -> list[int] | None:
         """Queue an emit; with `need_task_ids`, wait for and return the receiving tasks. A
         direct emit never gets a reply from the host: its one task is the answer."""
         if direct_task is not None:
@@ -428,8 +443,8 @@ class Bolt(_Component):
 
     def __init__(self) -> None:
         super().__init__()
-        self._current_id: Any = None   # id of the tuple being processed
-        self._settled = False          # user code acked/failed the current tuple
+        self._current_id: Any = None  # id of the tuple being processed
+        self._settled = False  # user code acked/failed the current tuple
         self._anchors: list | None = None  # automatic anchors while processing
         # How a plain emit's frame ends (after the values): with the automatic anchors while
         # processing; None when they cannot be encoded (emits then take the general path).
@@ -447,8 +462,14 @@ class Bolt(_Component):
         """Called once when the host closes stdin, before the process exits."""
 
     # ---- what user code can send ---------------------------------------------------------------
-    def emit(self, values: list, stream: str = DEFAULT_STREAM, anchors: Iterable = (),
-             direct_task: int | None = None, need_task_ids: bool = False) -> list[int] | None:
+    def emit(
+        self,
+        values: list,
+        stream: str = DEFAULT_STREAM,
+        anchors: Iterable = (),
+        direct_task: int | None = None,
+        need_task_ids: bool = False,
+    ) -> list[int] | None:
         """Emit a tuple. `anchors`: Tuples or tuple ids (BasicBolt: the current tuple by default).
         With `direct_task`, the tuple goes to that task only. With `need_task_ids=True`, waits for
         and returns the list of receiving task ids (tuples arriving meanwhile are handled later).
@@ -456,8 +477,13 @@ class Bolt(_Component):
         if type(values) is not list:
             values = list(values)
         end = self._emit_end
-        if end is not None and not anchors and direct_task is None and not need_task_ids \
-                and stream == DEFAULT_STREAM:
+        if (
+            end is not None
+            and not anchors
+            and direct_task is None
+            and not need_task_ids
+            and stream == DEFAULT_STREAM
+        ):
             self._out.append(_emit_frame(values, end))
             return None
         wire: dict = {"command": "emit", "tuple": values}
@@ -514,8 +540,11 @@ class Bolt(_Component):
                 self._out.append(frame(dumps({"command": "fail", "id": tid})))
         else:
             if auto_ack and not self._settled:
-                self._out.append(_ACK_FRAME % id_json if id_json is not None else
-                                 frame(dumps({"command": "ack", "id": tid})))
+                self._out.append(
+                    _ACK_FRAME % id_json
+                    if id_json is not None
+                    else frame(dumps({"command": "ack", "id": tid}))
+                )
         finally:
             self._current_id = None
             self._anchors = None
@@ -563,8 +592,14 @@ class Spout(_Component):
         """Called once when the host closes stdin, before the process exits."""
 
     # ---- what user code can send ---------------------------------------------------------------
-    def emit(self, values: list, id: Any = None, stream: str = DEFAULT_STREAM,
-             direct_task: int | None = None, need_task_ids: bool = False) -> list[int] | None:
+    def emit(
+        self,
+        values: list,
+        id: Any = None,
+        stream: str = DEFAULT_STREAM,
+        direct_task: int | None = None,
+        need_task_ids: bool = False,
+    ) -> list[int] | None:
         """Emit a tuple; with a message `id` (any JSON value) it is tracked and `ack`/`fail` is
         called with that id later; without one it is not tracked. `direct_task` and
         `need_task_ids` as for Bolt.emit. Raises EncodeError for non-JSON values."""

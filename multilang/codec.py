@@ -14,6 +14,23 @@ import os
 import re
 from typing import Any
 
+from .messages import (
+    INFO,
+    Ack,
+    Emit,
+    Error,
+    Fail,
+    Handshake,
+    Log,
+    Metrics,
+    Pid,
+    SpoutCommand,
+    Sync,
+    TaskIds,
+    TupleMessage,
+    UnknownCommand,
+)
+
 try:  # ujson is the fast path; the stdlib keeps the clients usable without it
     import ujson as _ujson
 except ImportError:  # pragma: no cover - exercised only where ujson is missing
@@ -31,22 +48,6 @@ except ImportError:
 if _PURE:
     _orjson = _c_component_messages = None
 
-from .messages import (
-    Ack,
-    Emit,
-    Error,
-    Fail,
-    Handshake,
-    Log,
-    Metrics,
-    Pid,
-    SpoutCommand,
-    Sync,
-    TaskIds,
-    TupleMessage,
-    UnknownCommand,
-    INFO,
-)
 
 DEFAULT_MAX_FRAME = 16 * 1024 * 1024
 END = b"\nend\n"
@@ -105,8 +106,10 @@ def _positional_ujson_dumps():
     probe = ["é/\u2028<a href='x'>&amp;</a>", 0.1, 1 / 3, -7, None, True, {"k->v": [1.5e300]}]
     try:
         positional = _ujson.dumps(probe, False, False, False)
-        if positional == _ujson.dumps(probe, ensure_ascii=False, escape_forward_slashes=False) \
-                and json.loads(positional) == probe:
+        if (
+            positional == _ujson.dumps(probe, ensure_ascii=False, escape_forward_slashes=False)
+            and json.loads(positional) == probe
+        ):
             return _ujson.dumps
     except (TypeError, ValueError):
         pass
@@ -177,13 +180,16 @@ class Framer:
         for i, payload in enumerate(payloads):
             if len(payload) > self.max_frame:
                 self._buf = rest
-                raise ProtocolError(f"message larger than the {self.max_frame}-byte frame limit",
-                                    payload[:200], payloads[:i])
+                raise ProtocolError(
+                    f"message larger than the {self.max_frame}-byte frame limit",
+                    payload[:200],
+                    payloads[:i],
+                )
         if len(rest) > self.max_frame:
             self._buf = b""
             raise ProtocolError(
-                f"no `end` line within the {self.max_frame}-byte frame limit", rest[:200],
-                payloads)
+                f"no `end` line within the {self.max_frame}-byte frame limit", rest[:200], payloads
+            )
         self._buf = rest
         return payloads
 
@@ -217,7 +223,7 @@ class Framer:
             m = _END_LINE.search(buf, search_from)
             if m is None:
                 break
-            out.append(buf[start:m.start()])
+            out.append(buf[start : m.start()])
             start = search_from = m.end()
         rest = buf[start:]
         self._scan = max(0, len(rest) - 5)
@@ -458,7 +464,7 @@ def _whole_frames(framer: Framer, data: bytes) -> tuple[list, bytes] | None:
         return None
     body = buf[:cut]
     values = _loads_joined(body, body.count(END) + 1)
-    return None if values is None else (values, buf[cut + len(END):])
+    return None if values is None else (values, buf[cut + len(END) :])
 
 
 def _number_shapes() -> bytes:
@@ -534,14 +540,22 @@ def host_message(value: Any, tuple_type: type = TupleMessage):
     if type(value) is list:
         return _new_tuple(TaskIds, (value,))
     if type(value) is not dict:
-        raise ProtocolError("host message is neither an object nor a task-id list",
-                            _as_bytes(value))
+        raise ProtocolError(
+            "host message is neither an object nor a task-id list", _as_bytes(value)
+        )
     if "command" in value:
         return _new_tuple(SpoutCommand, (value["command"], value.get("id", "")))
     if "tuple" in value:
-        return _new_tuple(tuple_type, (value.get("id"), value.get("comp"),
-                                  value.get("stream", "default"), value.get("task"),
-                                  value["tuple"]))
+        return _new_tuple(
+            tuple_type,
+            (
+                value.get("id"),
+                value.get("comp"),
+                value.get("stream", "default"),
+                value.get("task"),
+                value["tuple"],
+            ),
+        )
     if "pidDir" in value:
         return Handshake(value["pidDir"], value.get("conf") or {}, value.get("context") or {})
     raise ProtocolError("unrecognised host message", _as_bytes(value))
@@ -573,8 +587,7 @@ class HostDecoder:
         payloads, self._backlog = self._backlog, []
         if data:
             try:
-                payloads = payloads + self.framer.feed(data) if payloads else \
-                    self.framer.feed(data)
+                payloads = payloads + self.framer.feed(data) if payloads else self.framer.feed(data)
             except ProtocolError as exc:  # frame limit: hand over what came before it
                 out = self._decode(payloads + exc.decoded)
                 raise ProtocolError(exc.reason, exc.raw, out) from None
@@ -604,9 +617,18 @@ class HostDecoder:
                     append(_new_tuple(SpoutCommand, (value["command"], value.get("id", ""))))
                     continue
                 if "tuple" in value:
-                    append(_new_tuple(tuple_type, (value.get("id"), value.get("comp"),
-                                              value.get("stream", "default"), value.get("task"),
-                                              value["tuple"])))
+                    append(
+                        _new_tuple(
+                            tuple_type,
+                            (
+                                value.get("id"),
+                                value.get("comp"),
+                                value.get("stream", "default"),
+                                value.get("task"),
+                                value["tuple"],
+                            ),
+                        )
+                    )
                     continue
             try:
                 append(host_message(value, tuple_type))
@@ -622,9 +644,10 @@ class HostDecoder:
                 value = loads(payload)
                 out.append(host_message(value, tuple_type))
             except (ValueError, ProtocolError) as exc:
-                self._backlog = payloads[i + 1:]
-                reason = exc.reason if isinstance(exc, ProtocolError) else \
-                    "invalid JSON from the host"
+                self._backlog = payloads[i + 1 :]
+                reason = (
+                    exc.reason if isinstance(exc, ProtocolError) else "invalid JSON from the host"
+                )
                 raise ProtocolError(reason, payload, out) from None
         return out
 
@@ -649,8 +672,13 @@ def _emit_dict(m: Emit) -> dict:
 
 _TO_WIRE = {
     Handshake: lambda m: {"pidDir": m.pid_dir, "conf": m.conf, "context": m.context},
-    TupleMessage: lambda m: {"id": m.id, "comp": m.comp, "stream": m.stream, "task": m.task,
-                             "tuple": m.values},
+    TupleMessage: lambda m: {
+        "id": m.id,
+        "comp": m.comp,
+        "stream": m.stream,
+        "task": m.task,
+        "tuple": m.values,
+    },
     SpoutCommand: lambda m: {"command": m.command, "id": m.id},
     TaskIds: lambda m: list(m.tasks),
     Pid: lambda m: {"pid": m.pid},
@@ -690,13 +718,15 @@ class TupleEncoder:
         key = (comp, stream, task)
         prefix = self._prefixes.get(key)
         if prefix is None:
-            prefix = ('{"comp":%s,"stream":%s,"task":%d,"tuple":' % (
-                dumps(comp), dumps(stream), task)).encode("utf-8")
+            prefix = (
+                f'{{"comp":{dumps(comp)},"stream":{dumps(stream)},"task":{task:d},"tuple":'
+            ).encode()
             self._prefixes[key] = prefix
         return prefix
 
-    def encode(self, tuple_id: int, comp: str | None, stream: str, task: int,
-               values_json: bytes) -> bytes:
+    def encode(
+        self, tuple_id: int, comp: str | None, stream: str, task: int, values_json: bytes
+    ) -> bytes:
         """`values_json`: the tuple's values as UTF-8 JSON (see `values_json`)."""
         return tuple_frame(self.prefix(comp, stream, task), values_json, tuple_id)
 
@@ -717,4 +747,5 @@ def values_json(values: list) -> bytes:
         return dumps(values).encode("utf-8")
     except UnicodeEncodeError as exc:
         raise EncodeError(
-            f"cannot encode {shorten(repr(values).encode())} as UTF-8: {exc}") from exc
+            f"cannot encode {shorten(repr(values).encode())} as UTF-8: {exc}"
+        ) from exc

@@ -106,8 +106,9 @@ class MsgpackDecoder:
             raise ValueError("max_frame must be positive")
         self.max_frame = max_frame
         self.awaiting_pid = awaiting_pid
-        self._unpacker = msgpack.Unpacker(max_buffer_size=max_frame, raw=False,
-                                          strict_map_key=True, use_list=True)
+        self._unpacker = msgpack.Unpacker(
+            max_buffer_size=max_frame, raw=False, strict_map_key=True, use_list=True
+        )
         # The bytes received that are not yet a complete message, kept only to show them in
         # errors; `_base` is the stream offset of its first byte, `_done` the offset just past
         # the last complete message (the unpacker's tell() is not that while it is mid-message:
@@ -131,14 +132,18 @@ class MsgpackDecoder:
             if room <= 0:
                 raise ProtocolError(
                     f"message larger than the {self.max_frame}-byte frame limit",
-                    bytes(self._buf[:_RAW_LIMIT]), messages)
+                    bytes(self._buf[:_RAW_LIMIT]),
+                    messages,
+                )
             piece, view = view[:room], view[room:]
             try:
                 self._unpacker.feed(piece)
             except msgpack.BufferFull:  # cannot happen while `room` is right; stay bounded anyway
                 raise ProtocolError(
                     f"message larger than the {self.max_frame}-byte frame limit",
-                    bytes(self._buf[:_RAW_LIMIT]), messages) from None
+                    bytes(self._buf[:_RAW_LIMIT]),
+                    messages,
+                ) from None
             self._buf += piece
             self._drain(messages)
         return messages
@@ -153,8 +158,11 @@ class MsgpackDecoder:
             except msgpack.OutOfData:
                 break
             except (ValueError, TypeError) as exc:  # FormatError, StackError, bad UTF-8, keys
-                raise ProtocolError(f"invalid msgpack ({type(exc).__name__}: {exc})",
-                                    self._slice(start, start + _RAW_LIMIT), messages) from None
+                raise ProtocolError(
+                    f"invalid msgpack ({type(exc).__name__}: {exc})",
+                    self._slice(start, start + _RAW_LIMIT),
+                    messages,
+                ) from None
             end = self._done = unpacker.tell()
             if not walk and type(value) is dict and value.get("command") == "ack":
                 tuple_id = value.get("id")
@@ -174,7 +182,7 @@ class MsgpackDecoder:
             self._base += consumed
 
     def _slice(self, start: int, end: int) -> bytes:
-        return bytes(self._buf[start - self._base:end - self._base])
+        return bytes(self._buf[start - self._base : end - self._base])
 
 
 class MsgpackSerializer:
@@ -192,8 +200,9 @@ class MsgpackSerializer:
         try:
             return self._packer.pack(value)
         except (TypeError, ValueError, OverflowError) as exc:  # UnicodeEncodeError is a ValueError
-            raise EncodeError(f"cannot encode {codec.shorten(repr(value).encode())} as msgpack: "
-                              f"{exc}") from exc
+            raise EncodeError(
+                f"cannot encode {codec.shorten(repr(value).encode())} as msgpack: {exc}"
+            ) from exc
 
     def decoder(self, max_frame: int) -> MsgpackDecoder:
         return MsgpackDecoder(max_frame=max_frame, awaiting_pid=True)
@@ -207,8 +216,10 @@ class MsgpackSerializer:
     def handshake_context(self, context: dict) -> dict:
         # pyleus sends only these two. Task ids stay string keys ("1"), as in JSON: pyleus's Java
         # map had int keys, which msgpack >= 1.0 readers (pystorm's included) refuse by default.
-        return {"taskid": context.get("taskid"),
-                "task->component": context.get("task->component", {})}
+        return {
+            "taskid": context.get("taskid"),
+            "task->component": context.get("task->component", {}),
+        }
 
     def tuple_prefix(self, comp: str | None, stream: str, task: int) -> bytes:
         key = (comp, stream, task)
@@ -216,8 +227,18 @@ class MsgpackSerializer:
         if prefix is None:
             # a 5-entry fixmap; `tuple_frame` supplies the values and the `id` entry
             pack = self._pack
-            prefix = b"".join((b"\x85", pack("comp"), pack(comp), pack("stream"), pack(stream),
-                               pack("task"), pack(task), pack("tuple")))
+            prefix = b"".join(
+                (
+                    b"\x85",
+                    pack("comp"),
+                    pack(comp),
+                    pack("stream"),
+                    pack(stream),
+                    pack("task"),
+                    pack(task),
+                    pack("tuple"),
+                )
+            )
             self._prefixes[key] = prefix
         return prefix
 

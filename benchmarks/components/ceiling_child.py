@@ -14,13 +14,16 @@ END = b"\nend\n"
 def main() -> None:
     if sys.argv[1] == "orjson":
         import orjson
+
         loads, dumps = orjson.loads, orjson.dumps
     else:
         import ujson
+
         loads = ujson.loads
 
         def dumps(value, _dumps=ujson.dumps):
             return _dumps(value).encode()
+
     read, write = os.read, os.write
     rest = b""
     while True:
@@ -33,14 +36,22 @@ def main() -> None:
         for raw in frames:
             t = loads(raw)
             tid = t["id"]
-            out.append(dumps({"command": "emit", "anchors": [tid], "tuple": t["tuple"],
-                              "need_task_ids": False}))
+            out.append(
+                dumps(
+                    {
+                        "command": "emit",
+                        "anchors": [tid],
+                        "tuple": t["tuple"],
+                        "need_task_ids": False,
+                    }
+                )
+            )
             out.append(dumps({"command": "ack", "id": tid}))
         if out:
             out.append(b"")
             data = END.join(out)
             while data:
-                data = data[write(1, data):]
+                data = data[write(1, data) :]
 
 
 if __name__ == "__main__":

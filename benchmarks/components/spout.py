@@ -23,9 +23,14 @@ from multilang import Spout
 
 # four words each (the word count has about 4 words per sentence), 24 distinct words
 SENTENCES = [
-    "the cow jumped over", "an apple a day", "four score seven years",
-    "snow white and dwarfs", "i am at two", "with nature the moon",
-    "keeps doctor away now", "over the snow white",
+    "the cow jumped over",
+    "an apple a day",
+    "four score seven years",
+    "snow white and dwarfs",
+    "i am at two",
+    "with nature the moon",
+    "keeps doctor away now",
+    "over the snow white",
 ]
 RATE_SLACK = 100  # a paced spout that fell behind catches up at most this many tuples
 
@@ -95,8 +100,12 @@ class BenchSpout(Spout):
         if self.acked == 1 and self.first_ack_file:
             _write_atomically(self.first_ack_file, repr(time.time()))
         if self.limit is not None and self.acked == self.limit and self.done_file:
-            _write_atomically(self.done_file, json.dumps(
-                {"first_emit": self.first_emit, "all_acked": time.time(), "acked": self.acked}))
+            _write_atomically(
+                self.done_file,
+                json.dumps(
+                    {"first_emit": self.first_emit, "all_acked": time.time(), "acked": self.acked}
+                ),
+            )
 
     def fail(self, msg_id):
         self.replay.append(msg_id)

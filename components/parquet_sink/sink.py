@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -32,13 +33,17 @@ def input_fields(context: Mapping) -> list[str]:
             if fields is not None:
                 found[(source, stream)] = list(fields)
     if not found:
-        raise SinkConfigError("the parquet sink has no input stream with declared fields: "
-                              "subscribe it to a component (inputs:) or set parquet.sink.fields")
+        raise SinkConfigError(
+            "the parquet sink has no input stream with declared fields: "
+            "subscribe it to a component (inputs:) or set parquet.sink.fields"
+        )
     distinct = {tuple(f) for f in found.values()}
     if len(distinct) > 1:
         detail = "; ".join(f"{s}/{st}: {f}" for (s, st), f in found.items())
-        raise SinkConfigError(f"the input streams declare different fields ({detail}): one file "
-                              f"has one set of columns; set parquet.sink.fields")
+        raise SinkConfigError(
+            f"the input streams declare different fields ({detail}): one file "
+            f"has one set of columns; set parquet.sink.fields"
+        )
     return list(distinct.pop())
 
 
@@ -49,13 +54,16 @@ def _schema_types(conf: Mapping, fields: list[str]) -> dict[str, pa.DataType]:
     types = {}
     for name, type_name in raw.items():
         if name not in fields:
-            raise SinkConfigError(f"{PREFIX}schema names {name!r}, which is not a column "
-                                  f"({', '.join(fields)})")
+            raise SinkConfigError(
+                f"{PREFIX}schema names {name!r}, which is not a column ({', '.join(fields)})"
+            )
         try:
             types[name] = pa.type_for_alias(str(type_name))
         except (ValueError, KeyError):
-            raise SinkConfigError(f"{PREFIX}schema: unknown type {type_name!r} for {name!r} "
-                                  f"(pyarrow names: string, int64, double, bool, ...)") from None
+            raise SinkConfigError(
+                f"{PREFIX}schema: unknown type {type_name!r} for {name!r} "
+                f"(pyarrow names: string, int64, double, bool, ...)"
+            ) from None
     return types
 
 
@@ -95,8 +103,10 @@ class ParquetSink(Bolt):
         try:
             path = self._write(batch)
         except Exception as exc:
-            self.error(f"parquet sink: writing {len(batch)} tuples to {self.directory} failed: "
-                       f"{exc}; the tuples are failed and will be replayed")
+            self.error(
+                f"parquet sink: writing {len(batch)} tuples to {self.directory} failed: "
+                f"{exc}; the tuples are failed and will be replayed"
+            )
             for tup in batch:
                 self.fail(tup)
             return
@@ -132,13 +142,16 @@ class ParquetSink(Bolt):
         for tup in batch:
             values = tup.values
             if len(values) != n:
-                raise ValueError(f"tuple {tup.id} from {tup.component}/{tup.stream} has "
-                                 f"{len(values)} values, the files have {n} columns "
-                                 f"({', '.join(self.fields)})")
+                raise ValueError(
+                    f"tuple {tup.id} from {tup.component}/{tup.stream} has "
+                    f"{len(values)} values, the files have {n} columns "
+                    f"({', '.join(self.fields)})"
+                )
             for i in range(n):
                 columns[i].append(values[i])
-        return pa.table({name: self._array(name, values)
-                         for name, values in zip(self.fields, columns)})
+        return pa.table(
+            {name: self._array(name, values) for name, values in zip(self.fields, columns)}
+        )
 
     def _array(self, name: str, values: list) -> pa.Array:
         wanted = self.types.get(name)
@@ -149,10 +162,22 @@ class ParquetSink(Bolt):
         except (pa.ArrowInvalid, pa.ArrowTypeError):
             if name not in self.warned:
                 self.warned.add(name)
-                self.log(f"column {name!r} mixes value types: written as strings (set "
-                         f"{PREFIX}schema to fix its type)", WARN)
-            return pa.array([None if v is None else v if isinstance(v, str) else
-                             json.dumps(v, ensure_ascii=False) for v in values], pa.string())
+                self.log(
+                    f"column {name!r} mixes value types: written as strings (set "
+                    f"{PREFIX}schema to fix its type)",
+                    WARN,
+                )
+            return pa.array(
+                [
+                    None
+                    if v is None
+                    else v
+                    if isinstance(v, str)
+                    else json.dumps(v, ensure_ascii=False)
+                    for v in values
+                ],
+                pa.string(),
+            )
         if pa.types.is_null(array.type):  # Spark reads no all-null column type
             return array.cast(pa.string())
         return array

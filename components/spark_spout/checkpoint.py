@@ -22,8 +22,8 @@ import datetime
 import json
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from components.files import write_atomically
 
@@ -91,18 +91,28 @@ class Checkpoint:
 
     def as_json(self) -> dict:
         return {
-            "version": VERSION, "source": self.source, "fingerprint": self.fingerprint,
-            "watermark": self.watermark, "segments": self.segments, "acked": self.acked,
-            "dead": self.dead, "finished": self.finished,
-            "updated": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "version": VERSION,
+            "source": self.source,
+            "fingerprint": self.fingerprint,
+            "watermark": self.watermark,
+            "segments": self.segments,
+            "acked": self.acked,
+            "dead": self.dead,
+            "finished": self.finished,
+            "updated": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         }
 
     @classmethod
-    def from_json(cls, doc: dict) -> "Checkpoint":
-        return cls(source=doc["source"], fingerprint=doc["fingerprint"],
-                   watermark=doc.get("watermark"), segments=dict(doc.get("segments") or {}),
-                   acked=int(doc.get("acked", 0)), dead=int(doc.get("dead", 0)),
-                   finished=bool(doc.get("finished", False)))
+    def from_json(cls, doc: dict) -> Checkpoint:
+        return cls(
+            source=doc["source"],
+            fingerprint=doc["fingerprint"],
+            watermark=doc.get("watermark"),
+            segments=dict(doc.get("segments") or {}),
+            acked=int(doc.get("acked", 0)),
+            dead=int(doc.get("dead", 0)),
+            finished=bool(doc.get("finished", False)),
+        )
 
 
 class CheckpointError(Exception):
@@ -132,10 +142,13 @@ def load(directory: str, source: str, fingerprint: str) -> Checkpoint:
             f"the checkpoint {path} was written for another job (source "
             f"{doc.get('source')!r}, fingerprint {doc.get('fingerprint')!r}; now {source!r}, "
             f"{fingerprint!r}): delete it to start over, or set spark.spout.checkpoint.dir to "
-            f"another directory")
+            f"another directory"
+        )
     return Checkpoint.from_json(doc)
 
 
 def save(directory: str, checkpoint: Checkpoint) -> None:
-    write_atomically(os.path.join(directory, FILE_NAME),
-                     json.dumps(checkpoint.as_json(), separators=(",", ":")).encode())
+    write_atomically(
+        os.path.join(directory, FILE_NAME),
+        json.dumps(checkpoint.as_json(), separators=(",", ":")).encode(),
+    )

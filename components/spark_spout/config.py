@@ -9,8 +9,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 PREFIX = "spark.spout."
 SOURCES = ("dataframe", "directory", "streaming")
@@ -20,12 +21,33 @@ DEAD_STREAM = "dead"
 DEAD_FIELDS = ("key", "offset", "row", "reason", "attempts")
 DEFAULT_STREAM = "default"
 
-KNOWN_KEYS = frozenset(PREFIX + k for k in (
-    "source", "job", "sql", "path", "format", "read.options", "fields", "checkpoint.dir",
-    "checkpoint.interval.ms", "staging.dir", "retries", "dead.letter", "batch.rows",
-    "read.ahead", "rows.per.next", "max.pending", "poll.secs", "csv.header", "csv.columns",
-    "streaming.checkpoint", "trigger.secs", "log.level",
-))
+KNOWN_KEYS = frozenset(
+    PREFIX + k
+    for k in (
+        "source",
+        "job",
+        "sql",
+        "path",
+        "format",
+        "read.options",
+        "fields",
+        "checkpoint.dir",
+        "checkpoint.interval.ms",
+        "staging.dir",
+        "retries",
+        "dead.letter",
+        "batch.rows",
+        "read.ahead",
+        "rows.per.next",
+        "max.pending",
+        "poll.secs",
+        "csv.header",
+        "csv.columns",
+        "streaming.checkpoint",
+        "trigger.secs",
+        "log.level",
+    )
+)
 
 
 class ConfigError(ValueError):
@@ -65,9 +87,16 @@ class SpoutConfig:
 
     def fingerprint(self) -> str:
         """What identifies the data: a checkpoint is valid only for the same fingerprint."""
-        ident = {"source": self.source, "job": self.job, "sql": self.sql, "path": self.path,
-                 "format": self.format, "read_options": dict(self.read_options),
-                 "fields": list(self.fields), "csv_columns": self.csv_columns}
+        ident = {
+            "source": self.source,
+            "job": self.job,
+            "sql": self.sql,
+            "path": self.path,
+            "format": self.format,
+            "read_options": dict(self.read_options),
+            "fields": list(self.fields),
+            "csv_columns": self.csv_columns,
+        }
         text = json.dumps(ident, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -79,8 +108,7 @@ def _int(conf: Mapping, key: str, default: int, minimum: int = 0) -> int:
     try:
         number = int(value)
     except ValueError:
-        raise ConfigError(f"{PREFIX}{key} must be an integer >= {minimum}, got {value!r}") \
-            from None
+        raise ConfigError(f"{PREFIX}{key} must be an integer >= {minimum}, got {value!r}") from None
     if number < minimum:
         raise ConfigError(f"{PREFIX}{key} must be >= {minimum}, got {number}")
     return number
@@ -113,8 +141,10 @@ def _names(conf: Mapping, key: str) -> tuple[str, ...] | None:
     if isinstance(value, str):
         value = [v.strip() for v in value.split(",") if v.strip()]
     if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{PREFIX}{key} must be a non-empty list of column names, got "
-                          f"{conf.get(PREFIX + key)!r}")
+        raise ConfigError(
+            f"{PREFIX}{key} must be a non-empty list of column names, got "
+            f"{conf.get(PREFIX + key)!r}"
+        )
     return tuple(value)
 
 
@@ -136,8 +166,10 @@ def declared_fields(context: Mapping) -> tuple[tuple[str, ...], tuple[str, ...] 
     """The default stream's output fields and the `dead` stream's (None when not declared)."""
     outputs = context.get("stream->outputfields") or {}
     if DEFAULT_STREAM not in outputs:
-        raise ConfigError("the spout must declare output fields on the default stream, e.g. "
-                          "`outputs: [word, count]`: they are the columns it emits")
+        raise ConfigError(
+            "the spout must declare output fields on the default stream, e.g. "
+            "`outputs: [word, count]`: they are the columns it emits"
+        )
     dead = outputs.get(DEAD_STREAM)
     return tuple(outputs[DEFAULT_STREAM]), (tuple(dead) if dead is not None else None)
 
@@ -151,11 +183,15 @@ def from_conf(conf: Mapping, context: Mapping) -> SpoutConfig:
     """Parse and check the settings; ConfigError says what is wrong."""
     unknown = sorted(k for k in conf if k.startswith(PREFIX) and k not in KNOWN_KEYS)
     if unknown:
-        raise ConfigError(f"unknown setting(s) {', '.join(unknown)}; the spark spout's settings "
-                          f"are: {', '.join(sorted(KNOWN_KEYS))}")
+        raise ConfigError(
+            f"unknown setting(s) {', '.join(unknown)}; the spark spout's settings "
+            f"are: {', '.join(sorted(KNOWN_KEYS))}"
+        )
     if _task_count(context) > 1:
-        raise ConfigError("the spark spout runs as one task (parallelism: 1): several tasks "
-                          "would each emit every row; raise the bolts' parallelism instead")
+        raise ConfigError(
+            "the spark spout runs as one task (parallelism: 1): several tasks "
+            "would each emit every row; raise the bolts' parallelism instead"
+        )
     source = conf.get(PREFIX + "source", "dataframe")
     if source not in SOURCES:
         raise ConfigError(f"{PREFIX}source must be one of {', '.join(SOURCES)}, got {source!r}")
@@ -165,18 +201,23 @@ def from_conf(conf: Mapping, context: Mapping) -> SpoutConfig:
         raise ConfigError(
             f"{PREFIX}fields {list(fields)} do not match the spout's declared output fields "
             f"{list(declared)}: declare `outputs: {list(fields)}` (same names, same order) or "
-            f"change {PREFIX}fields")
+            f"change {PREFIX}fields"
+        )
     if len(set(declared)) != len(declared):
         raise ConfigError(f"the declared output fields {list(declared)} repeat a name")
     if dead_fields is not None:
         bad = [f for f in dead_fields if f not in DEAD_FIELDS]
         if bad:
-            raise ConfigError(f"the `{DEAD_STREAM}` stream's fields may be any of "
-                              f"{', '.join(DEAD_FIELDS)}; {', '.join(bad)} is not one of them")
+            raise ConfigError(
+                f"the `{DEAD_STREAM}` stream's fields may be any of "
+                f"{', '.join(DEAD_FIELDS)}; {', '.join(bad)} is not one of them"
+            )
     checkpoint_dir = _string(conf, "checkpoint.dir")
     if checkpoint_dir is None:
-        raise ConfigError(f"{PREFIX}checkpoint.dir is required: the directory where the spout "
-                          f"keeps its progress (and, by default, its staged data)")
+        raise ConfigError(
+            f"{PREFIX}checkpoint.dir is required: the directory where the spout "
+            f"keeps its progress (and, by default, its staged data)"
+        )
     checkpoint_dir = os.path.abspath(checkpoint_dir)
     job, sql, path = _string(conf, "job"), _string(conf, "sql"), _string(conf, "path")
     fmt = _string(conf, "format")
@@ -187,48 +228,72 @@ def from_conf(conf: Mapping, context: Mapping) -> SpoutConfig:
     pending = conf.get("topology.max.spout.pending")
     max_pending = int(pending) if pending else _int(conf, "max.pending", 1000, 1)
     staging = _string(conf, "staging.dir") or os.path.join(checkpoint_dir, "staging")
-    dead_letter = _string(conf, "dead.letter") or os.path.join(checkpoint_dir,
-                                                               "dead-letter.jsonl")
-    streaming_checkpoint = _string(conf, "streaming.checkpoint") or \
-        os.path.join(checkpoint_dir, "streaming")
-    spark = {k: str(v).lower() if isinstance(v, bool) else str(v)
-             for k, v in conf.items() if k.startswith("spark.") and not k.startswith(PREFIX)}
+    dead_letter = _string(conf, "dead.letter") or os.path.join(checkpoint_dir, "dead-letter.jsonl")
+    streaming_checkpoint = _string(conf, "streaming.checkpoint") or os.path.join(
+        checkpoint_dir, "streaming"
+    )
+    spark = {
+        k: str(v).lower() if isinstance(v, bool) else str(v)
+        for k, v in conf.items()
+        if k.startswith("spark.") and not k.startswith(PREFIX)
+    }
     return SpoutConfig(
-        source=source, fields=declared, checkpoint_dir=checkpoint_dir,
-        staging_dir=_absolute(staging), dead_letter=os.path.abspath(dead_letter),
-        job=job, sql=sql, path=_absolute(path) if path else None, format=fmt,
-        read_options=read_options, retries=_int(conf, "retries", 3),
+        source=source,
+        fields=declared,
+        checkpoint_dir=checkpoint_dir,
+        staging_dir=_absolute(staging),
+        dead_letter=os.path.abspath(dead_letter),
+        job=job,
+        sql=sql,
+        path=_absolute(path) if path else None,
+        format=fmt,
+        read_options=read_options,
+        retries=_int(conf, "retries", 3),
         checkpoint_interval=_int(conf, "checkpoint.interval.ms", 1000) / 1000,
-        batch_rows=_int(conf, "batch.rows", 1024, 1), read_ahead=_int(conf, "read.ahead", 4, 1),
-        rows_per_next=_int(conf, "rows.per.next", 100, 1), max_pending=max_pending,
+        batch_rows=_int(conf, "batch.rows", 1024, 1),
+        read_ahead=_int(conf, "read.ahead", 4, 1),
+        rows_per_next=_int(conf, "rows.per.next", 100, 1),
+        max_pending=max_pending,
         poll_secs=_number(conf, "poll.secs", 1.0, 0.01),
-        csv_header=_bool(conf, "csv.header", False), csv_columns=_names(conf, "csv.columns"),
+        csv_header=_bool(conf, "csv.header", False),
+        csv_columns=_names(conf, "csv.columns"),
         streaming_checkpoint=_absolute(streaming_checkpoint),
         trigger_secs=_number(conf, "trigger.secs", 0.0),
         log_level=str(conf.get(PREFIX + "log.level", "WARN")).upper(),
-        dead_fields=dead_fields, spark=spark)
+        dead_fields=dead_fields,
+        spark=spark,
+    )
 
 
 def _check_source(source: str, job, sql, path, fmt) -> None:
     if source == "dataframe":
         given = [k for k, v in (("job", job), ("sql", sql), ("path", path)) if v]
         if len(given) != 1:
-            raise ConfigError(f"the dataframe source needs exactly one of {PREFIX}job "
-                              f"(module:function), {PREFIX}sql or {PREFIX}path (with "
-                              f"{PREFIX}format); got {', '.join(given) or 'none'}")
+            raise ConfigError(
+                f"the dataframe source needs exactly one of {PREFIX}job "
+                f"(module:function), {PREFIX}sql or {PREFIX}path (with "
+                f"{PREFIX}format); got {', '.join(given) or 'none'}"
+            )
         if path and (fmt or "parquet") not in DATAFRAME_FORMATS:
-            raise ConfigError(f"{PREFIX}format must be one of {', '.join(DATAFRAME_FORMATS)}, "
-                              f"got {fmt!r}")
+            raise ConfigError(
+                f"{PREFIX}format must be one of {', '.join(DATAFRAME_FORMATS)}, got {fmt!r}"
+            )
     elif source == "directory":
         if not path:
-            raise ConfigError(f"the directory source needs {PREFIX}path: a Spark output "
-                              f"directory, or a parent whose subdirectories are outputs")
+            raise ConfigError(
+                f"the directory source needs {PREFIX}path: a Spark output "
+                f"directory, or a parent whose subdirectories are outputs"
+            )
         if fmt is not None and fmt not in DIRECTORY_FORMATS:
-            raise ConfigError(f"{PREFIX}format must be one of {', '.join(DIRECTORY_FORMATS)} "
-                              f"(default: from the file names), got {fmt!r}")
+            raise ConfigError(
+                f"{PREFIX}format must be one of {', '.join(DIRECTORY_FORMATS)} "
+                f"(default: from the file names), got {fmt!r}"
+            )
     else:
         if not job:
-            raise ConfigError(f"the streaming source needs {PREFIX}job: module:function "
-                              f"returning a streaming DataFrame")
+            raise ConfigError(
+                f"the streaming source needs {PREFIX}job: module:function "
+                f"returning a streaming DataFrame"
+            )
     if job and ":" not in job:
         raise ConfigError(f"{PREFIX}job must be 'module:function', got {job!r}")

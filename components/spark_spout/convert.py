@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import base64
 import math
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -70,8 +71,11 @@ def converter(arrow_type: pa.DataType) -> Converter | None:
         return _float_value
     if pat.is_decimal(arrow_type):
         return _decimal_value
-    if pat.is_binary(arrow_type) or pat.is_large_binary(arrow_type) or \
-            pat.is_fixed_size_binary(arrow_type):
+    if (
+        pat.is_binary(arrow_type)
+        or pat.is_large_binary(arrow_type)
+        or pat.is_fixed_size_binary(arrow_type)
+    ):
         return _binary_value
     if pat.is_timestamp(arrow_type) or pat.is_date(arrow_type) or pat.is_time(arrow_type):
         return _iso
@@ -79,8 +83,11 @@ def converter(arrow_type: pa.DataType) -> Converter | None:
         return _seconds
     if pat.is_map(arrow_type):
         return _map_converter(arrow_type)
-    if pat.is_list(arrow_type) or pat.is_large_list(arrow_type) or \
-            pat.is_fixed_size_list(arrow_type):
+    if (
+        pat.is_list(arrow_type)
+        or pat.is_large_list(arrow_type)
+        or pat.is_fixed_size_list(arrow_type)
+    ):
         inner = converter(arrow_type.value_type)
         if inner is None:
             return None
@@ -98,16 +105,19 @@ def _map_converter(arrow_type: pa.MapType) -> Converter:
         out = {}
         for k, v in pairs:  # to_pylist() gives a map as a list of (key, value) pairs
             key = key_conv(k) if key_conv else k
-            out[key if isinstance(key, str) else str(key)] = \
+            out[key if isinstance(key, str) else str(key)] = (
                 None if v is None else (item_conv(v) if item_conv else v)
+            )
         return out
 
     return convert
 
 
 def _struct_converter(arrow_type: pa.StructType) -> Converter | None:
-    fields = [(arrow_type.field(i).name, converter(arrow_type.field(i).type))
-              for i in range(arrow_type.num_fields)]
+    fields = [
+        (arrow_type.field(i).name, converter(arrow_type.field(i).type))
+        for i in range(arrow_type.num_fields)
+    ]
     if all(conv is None for _, conv in fields):
         return None
     active = [(name, conv) for name, conv in fields if conv is not None]
@@ -129,8 +139,7 @@ def _column_values(column: pa.Array, conv: Converter | None) -> list:
         return values
     if conv is _float_value:
         # finite floats are JSON already: skip the per-value call unless the column needs it
-        if column.null_count == len(column) or \
-                pc.all(pc.is_finite(column)).as_py() in (True, None):
+        if column.null_count == len(column) or pc.all(pc.is_finite(column)).as_py() in (True, None):
             return values
     return [None if v is None else conv(v) for v in values]
 

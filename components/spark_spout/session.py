@@ -16,7 +16,8 @@ import os
 import shutil
 import sys
 import tempfile
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 DEFAULTS = {
     "spark.master": "local[*]",
@@ -63,23 +64,27 @@ def ensure_java_home() -> str | None:
 
 
 def _log4j_file(level: str) -> str:
-    quiet = "\n".join(f"logger.q{i}.name = {name}\nlogger.q{i}.level = error"
-                      for i, name in enumerate(QUIET_LOGGERS))
+    quiet = "\n".join(
+        f"logger.q{i}.name = {name}\nlogger.q{i}.level = error"
+        for i, name in enumerate(QUIET_LOGGERS)
+    )
     fd, path = tempfile.mkstemp(prefix="spark-spout-log4j2-", suffix=".properties")
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(LOG4J2.format(level=level.lower(), quiet=quiet))
     return path
 
 
-def session_settings(spark_conf: Mapping[str, str], app_name: str,
-                     log4j_file: str | None = None) -> dict[str, str]:
+def session_settings(
+    spark_conf: Mapping[str, str], app_name: str, log4j_file: str | None = None
+) -> dict[str, str]:
     """The builder's settings: our defaults, then the user's `spark.*` keys, with our log4j2
     file appended to the driver's Java options."""
     settings = {**DEFAULTS, "spark.app.name": app_name, **spark_conf}
     if log4j_file:
         java_opts = settings.get("spark.driver.extraJavaOptions", "")
-        settings["spark.driver.extraJavaOptions"] = \
+        settings["spark.driver.extraJavaOptions"] = (
             f"{java_opts} -Dlog4j2.configurationFile=file:{log4j_file}".strip()
+        )
     return settings
 
 
@@ -113,8 +118,9 @@ def load_callable(spec: str) -> Callable:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ValueError(f"spark.spout.job {spec!r}: cannot import {module_name!r} (from "
-                         f"{cwd}): {exc}") from None
+        raise ValueError(
+            f"spark.spout.job {spec!r}: cannot import {module_name!r} (from {cwd}): {exc}"
+        ) from None
     fn = module
     for part in attr.split("."):
         fn = getattr(fn, part, None)
@@ -129,8 +135,11 @@ def call_job(fn: Callable, spark: Any, conf: Mapping) -> Any:
     """Call `fn(spark)`, or `fn(spark, conf)` when it takes two parameters (to read its own
     settings from the component config)."""
     try:
-        params = [p for p in inspect.signature(fn).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        params = [
+            p
+            for p in inspect.signature(fn).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
     except (TypeError, ValueError):
         params = []
     return fn(spark, conf) if len(params) >= 2 else fn(spark)

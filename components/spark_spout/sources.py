@@ -19,8 +19,9 @@ import queue
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -63,7 +64,7 @@ class Segment:
 @dataclass(eq=False)
 class Chunk:
     segment: Segment
-    start: int          # offset of rows[0] within the segment
+    start: int  # offset of rows[0] within the segment
     rows: list[list]
 
 
@@ -111,6 +112,7 @@ class Handoff:
 
 # ---- files --------------------------------------------------------------------------------------
 
+
 def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
     """pyarrow's file system for a local path or a URI (hdfs://, s3://, ... when pyarrow has it)."""
     return pafs.FileSystem.from_uri(uri if "://" in uri else os.path.abspath(uri))
@@ -130,9 +132,13 @@ def _exists(fs: pafs.FileSystem, path: str) -> bool:
 def part_files(fs: pafs.FileSystem, directory: str) -> list[str]:
     """Spark's data files in an output directory, in name order: `part-*`, without checksums
     and hidden files."""
-    names = sorted(info.base_name for info in _listing(fs, directory)
-                   if info.type == pafs.FileType.File and info.base_name.startswith("part-")
-                   and not info.base_name.endswith(".crc"))
+    names = sorted(
+        info.base_name
+        for info in _listing(fs, directory)
+        if info.type == pafs.FileType.File
+        and info.base_name.startswith("part-")
+        and not info.base_name.endswith(".crc")
+    )
     return [f"{directory}/{name}" for name in names]
 
 
@@ -145,8 +151,9 @@ def format_of(path: str, configured: str | None) -> str:
     for fmt in ("parquet", "json", "csv"):
         if name.endswith("." + fmt):
             return fmt
-    raise SourceError(f"cannot tell the format of {path}: set spark.spout.format "
-                      f"(parquet, json or csv)")
+    raise SourceError(
+        f"cannot tell the format of {path}: set spark.spout.format (parquet, json or csv)"
+    )
 
 
 def _write_manifest(fs: pafs.FileSystem, directory: str, doc: dict) -> None:
@@ -178,8 +185,12 @@ def stage(df, uri: str, fields: list[str], meta: dict) -> dict:
         with fs.open_input_file(file_path) as fh:
             rows = pq.ParquetFile(fh).metadata.num_rows
         files.append({"name": os.path.basename(file_path), "rows": rows})
-    manifest = {**meta, "fields": list(fields), "files": files,
-                "rows": sum(f["rows"] for f in files)}
+    manifest = {
+        **meta,
+        "fields": list(fields),
+        "files": files,
+        "rows": sum(f["rows"] for f in files),
+    }
     _write_manifest(fs, tmp_path, manifest)
     if _exists(fs, path):  # another attempt finished first: keep one copy
         fs.delete_dir(tmp_path)
@@ -196,6 +207,7 @@ def staged(uri: str) -> dict | None:
 
 # ---- reading segments ---------------------------------------------------------------------------
 
+
 def _read_table(fs: pafs.FileSystem, path: str, fmt: str, cfg: SpoutConfig) -> pa.Table:
     import pyarrow.csv as pcsv
     import pyarrow.json as pjson
@@ -206,14 +218,16 @@ def _read_table(fs: pafs.FileSystem, path: str, fmt: str, cfg: SpoutConfig) -> p
         if fmt == "csv":
             columns = list(cfg.csv_columns or cfg.fields)
             read = pcsv.ReadOptions(column_names=None if cfg.csv_header else columns)
-            convert = pcsv.ConvertOptions(strings_can_be_null=True,
-                                          quoted_strings_can_be_null=False)
+            convert = pcsv.ConvertOptions(
+                strings_can_be_null=True, quoted_strings_can_be_null=False
+            )
             return pcsv.read_csv(stream, read_options=read, convert_options=convert)
     raise SourceError(f"unsupported format {fmt!r} for {path}")
 
 
-def open_segment(key: str, fs: pafs.FileSystem, files: list[str], fmt: str,
-                 cfg: SpoutConfig) -> Segment:
+def open_segment(
+    key: str, fs: pafs.FileSystem, files: list[str], fmt: str, cfg: SpoutConfig
+) -> Segment:
     """A segment over `files` (read in this order), with its row count."""
     if fmt == "parquet":
         rows = 0
@@ -221,8 +235,9 @@ def open_segment(key: str, fs: pafs.FileSystem, files: list[str], fmt: str,
             with fs.open_input_file(path) as fh:
                 meta = pq.ParquetFile(fh).metadata
                 rows += meta.num_rows
-                _check_columns(meta.schema.to_arrow_schema().names, cfg.fields, path,
-                               allow_missing=False)
+                _check_columns(
+                    meta.schema.to_arrow_schema().names, cfg.fields, path, allow_missing=False
+                )
         return Segment(key, rows, files, fs, fmt)
     tables = [_read_table(fs, path, fmt, cfg) for path in files]
     for path, table in zip(files, tables):
@@ -236,9 +251,11 @@ def _check_columns(names: list[str], fields, path: str, allow_missing: bool) -> 
         return
     missing = [f for f in fields if f not in names]
     if missing:
-        raise SourceError(f"{path} has no column(s) {', '.join(missing)} (its columns: "
-                          f"{', '.join(names)}); the spout's output fields must be columns of "
-                          f"the data")
+        raise SourceError(
+            f"{path} has no column(s) {', '.join(missing)} (its columns: "
+            f"{', '.join(names)}); the spout's output fields must be columns of "
+            f"the data"
+        )
 
 
 def _batches(segment: Segment, fields: list[str], batch_rows: int) -> Iterator[pa.RecordBatch]:
@@ -257,8 +274,11 @@ def _int96_columns(parquet: pq.ParquetFile, fields: list[str]) -> set[str]:
     """Top-level columns holding INT96 values, Spark's default for TIMESTAMP: UTC instants that
     Arrow reads without a time zone."""
     schema = parquet.metadata.schema
-    return {schema.column(i).path.split(".")[0] for i in range(len(schema))
-            if schema.column(i).physical_type == "INT96"} & set(fields)
+    return {
+        schema.column(i).path.split(".")[0]
+        for i in range(len(schema))
+        if schema.column(i).physical_type == "INT96"
+    } & set(fields)
 
 
 def _utc_type(t: pa.DataType) -> pa.DataType:
@@ -298,19 +318,28 @@ def feed(handoff: Handoff, segment: Segment, converter: RowConverter, batch_rows
         offset += len(rows)
     segment.table = None  # the rows are in the chunks now
     if offset != segment.rows:
-        raise SourceError(f"segment {segment.key}: read {offset} rows, expected "
-                          f"{segment.rows}; did the files change after they were complete?")
+        raise SourceError(
+            f"segment {segment.key}: read {offset} rows, expected "
+            f"{segment.rows}; did the files change after they were complete?"
+        )
 
 
 # ---- the sources --------------------------------------------------------------------------------
+
 
 class Source:
     """Base: runs `produce` on a daemon thread; any exception becomes a Fatal for the loop."""
 
     name = "source"
 
-    def __init__(self, cfg: SpoutConfig, conf: Mapping, checkpoint: Checkpoint,
-                 handoff: Handoff, app_name: str):
+    def __init__(
+        self,
+        cfg: SpoutConfig,
+        conf: Mapping,
+        checkpoint: Checkpoint,
+        handoff: Handoff,
+        app_name: str,
+    ):
         self.cfg = cfg
         self.conf = conf
         self.checkpoint = checkpoint
@@ -318,8 +347,9 @@ class Source:
         self.app_name = app_name
         self.converter = RowConverter(cfg.fields)
         self.spark = None
-        self.thread = threading.Thread(target=self._run, name=f"spark-spout-{self.name}",
-                                       daemon=True)
+        self.thread = threading.Thread(
+            target=self._run, name=f"spark-spout-{self.name}", daemon=True
+        )
 
     def start(self) -> None:
         self.thread.start()
@@ -355,8 +385,10 @@ class Source:
     def start_spark(self):
         started = time.monotonic()
         self.spark = start_session(self.cfg.spark, self.app_name, self.cfg.log_level)
-        self.handoff.log(f"Spark {self.spark.version} ready in {time.monotonic() - started:.1f}s "
-                         f"(master {self.spark.sparkContext.master})")
+        self.handoff.log(
+            f"Spark {self.spark.version} ready in {time.monotonic() - started:.1f}s "
+            f"(master {self.spark.sparkContext.master})"
+        )
         return self.spark
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -406,8 +438,9 @@ class DataFrameSource(Source):
                 stop_spark(self.spark)
                 self.spark = None
         else:
-            self.handoff.log(f"resuming from the staged DataFrame at {uri} "
-                             f"({manifest['rows']} rows)")
+            self.handoff.log(
+                f"resuming from the staged DataFrame at {uri} ({manifest['rows']} rows)"
+            )
         fs, path = filesystem(uri)
         for i, entry in enumerate(manifest["files"]):
             key = f"part-{i:05d}"
@@ -426,12 +459,16 @@ class DataFrameSource(Source):
             df = spark.sql(cfg.sql)
             what = "spark.spout.sql"
         else:
-            df = spark.read.format(cfg.format or "parquet").options(
-                **{k: str(v) for k, v in cfg.read_options.items()}).load(cfg.path)
+            df = (
+                spark.read.format(cfg.format or "parquet")
+                .options(**{k: str(v) for k, v in cfg.read_options.items()})
+                .load(cfg.path)
+            )
             what = f"spark.spout.path {cfg.path}"
         if getattr(df, "isStreaming", False):
-            raise SourceError(f"{what} gave a streaming DataFrame: use "
-                              f"spark.spout.source: streaming for it")
+            raise SourceError(
+                f"{what} gave a streaming DataFrame: use spark.spout.source: streaming for it"
+            )
         return df, what
 
     def materialise(self, uri: str) -> dict:
@@ -439,14 +476,19 @@ class DataFrameSource(Source):
         df, what = self.dataframe(spark)
         missing = [f for f in self.cfg.fields if f not in df.columns]
         if missing:
-            raise SourceError(f"{what}: the DataFrame has no column(s) {', '.join(missing)} "
-                              f"(its columns: {', '.join(df.columns)}); the spout's output "
-                              f"fields must be columns of the DataFrame")
+            raise SourceError(
+                f"{what}: the DataFrame has no column(s) {', '.join(missing)} "
+                f"(its columns: {', '.join(df.columns)}); the spout's output "
+                f"fields must be columns of the DataFrame"
+            )
         started = time.monotonic()
-        manifest = stage(df, uri, list(self.cfg.fields),
-                         {"fingerprint": self.cfg.fingerprint(), "source": what})
-        self.handoff.log(f"staged {manifest['rows']} rows in {len(manifest['files'])} file(s) "
-                         f"at {uri} in {time.monotonic() - started:.1f}s")
+        manifest = stage(
+            df, uri, list(self.cfg.fields), {"fingerprint": self.cfg.fingerprint(), "source": what}
+        )
+        self.handoff.log(
+            f"staged {manifest['rows']} rows in {len(manifest['files'])} file(s) "
+            f"at {uri} in {time.monotonic() - started:.1f}s"
+        )
         return manifest
 
 
@@ -486,9 +528,11 @@ class DirectorySource(Source):
 
     @staticmethod
     def _subdirs(fs: pafs.FileSystem, root: str) -> list[str]:
-        names = [info.base_name for info in _listing(fs, root)
-                 if info.type == pafs.FileType.Directory
-                 and not info.base_name.startswith(("_", "."))]
+        names = [
+            info.base_name
+            for info in _listing(fs, root)
+            if info.type == pafs.FileType.Directory and not info.base_name.startswith(("_", "."))
+        ]
         return [f"{root}/{name}" for name in sorted(names, key=order_of)]
 
     def _read_directory(self, fs: pafs.FileSystem, directory: str, name: str) -> None:
@@ -521,23 +565,31 @@ class StreamingSource(Source):
         cfg = self.cfg
         sdf = call_job(load_callable(cfg.job), spark, self.conf)
         if not getattr(sdf, "isStreaming", False):
-            raise SourceError(f"spark.spout.job {cfg.job} did not return a streaming DataFrame "
-                              f"(spark.readStream...): use spark.spout.source: dataframe for a "
-                              f"batch DataFrame")
+            raise SourceError(
+                f"spark.spout.job {cfg.job} did not return a streaming DataFrame "
+                f"(spark.readStream...): use spark.spout.source: dataframe for a "
+                f"batch DataFrame"
+            )
         missing = [f for f in cfg.fields if f not in sdf.columns]
         if missing:
-            raise SourceError(f"spark.spout.job {cfg.job}: the streaming DataFrame has no "
-                              f"column(s) {', '.join(missing)} (its columns: "
-                              f"{', '.join(sdf.columns)})")
-        writer = (sdf.select(*cfg.fields).writeStream.foreachBatch(self._batch)
-                  .option("checkpointLocation", cfg.streaming_checkpoint))
+            raise SourceError(
+                f"spark.spout.job {cfg.job}: the streaming DataFrame has no "
+                f"column(s) {', '.join(missing)} (its columns: "
+                f"{', '.join(sdf.columns)})"
+            )
+        writer = (
+            sdf.select(*cfg.fields)
+            .writeStream.foreachBatch(self._batch)
+            .option("checkpointLocation", cfg.streaming_checkpoint)
+        )
         if cfg.trigger_secs:
             writer = writer.trigger(processingTime=f"{cfg.trigger_secs:g} seconds")
         if self.handoff.stopping.is_set():
             raise Stopped()
         self.query = writer.start()
-        self.handoff.log(f"streaming query {self.query.id} started (Spark checkpoint "
-                         f"{cfg.streaming_checkpoint})")
+        self.handoff.log(
+            f"streaming query {self.query.id} started (Spark checkpoint {cfg.streaming_checkpoint})"
+        )
         self.query.awaitTermination()
         if not self.handoff.stopping.is_set():
             self.handoff.log("the streaming query ended", WARN)
@@ -557,8 +609,9 @@ class StreamingSource(Source):
         if manifest is None:  # a replayed batch keeps its first staging: same rows, same ids
             manifest = stage(df, uri, list(self.cfg.fields), {"batch": batch_id})
         fs, path = filesystem(uri)
-        segment = Segment(key, int(manifest["rows"]),
-                          [f"{path}/{f['name']}" for f in manifest["files"]], fs)
+        segment = Segment(
+            key, int(manifest["rows"]), [f"{path}/{f['name']}" for f in manifest["files"]], fs
+        )
         feed(handoff, segment, self.converter, self.cfg.batch_rows)
         while not segment.done.wait(0.1):
             if handoff.stopping.is_set():
@@ -582,5 +635,4 @@ def _quietly(fn: Callable[[], Any]) -> None:
         pass
 
 
-SOURCES = {"dataframe": DataFrameSource, "directory": DirectorySource,
-           "streaming": StreamingSource}
+SOURCES = {"dataframe": DataFrameSource, "directory": DirectorySource, "streaming": StreamingSource}

@@ -47,11 +47,11 @@ class SparkSpout(Spout):
         self.checkpoint: Checkpoint = ckpt.load(cfg.checkpoint_dir, cfg.source, cfg.fingerprint())
         self.fields = list(cfg.fields)
         self.handoff = Handoff(cfg.read_ahead)
-        self.open: dict[str, _SegmentState] = {}   # segments under way, in feed order
-        self.inflight: dict[tuple, list] = {}      # (key, offset) -> values, emitted not done
-        self.attempts: dict[tuple, int] = {}       # (key, offset) -> failures so far
-        self.replay: deque[tuple] = deque()        # failed, waiting to be emitted again
-        self.rows: list[list] = []                 # the chunk being emitted
+        self.open: dict[str, _SegmentState] = {}  # segments under way, in feed order
+        self.inflight: dict[tuple, list] = {}  # (key, offset) -> values, emitted not done
+        self.attempts: dict[tuple, int] = {}  # (key, offset) -> failures so far
+        self.replay: deque[tuple] = deque()  # failed, waiting to be emitted again
+        self.rows: list[list] = []  # the chunk being emitted
         self.pos = 0
         self.chunk_start = 0
         self.state: _SegmentState | None = None
@@ -68,8 +68,10 @@ class SparkSpout(Spout):
         if cfg.needs_spark and not self._staged_already():
             self.log("starting Spark…")
         if self.checkpoint.acked or self.checkpoint.watermark:
-            self.log(f"resuming from {os.path.join(cfg.checkpoint_dir, ckpt.FILE_NAME)}: "
-                     f"{self.checkpoint.acked} rows acked, {self.checkpoint.dead} dead-lettered")
+            self.log(
+                f"resuming from {os.path.join(cfg.checkpoint_dir, ckpt.FILE_NAME)}: "
+                f"{self.checkpoint.acked} rows acked, {self.checkpoint.dead} dead-lettered"
+            )
         self.source.start()
 
     def _staged_already(self) -> bool:
@@ -218,8 +220,9 @@ class SparkSpout(Spout):
                 break
             del self.open[key]
             self.checkpoint.segments.pop(key, None)
-            if self.checkpoint.watermark is None or \
-                    order_of(key) > order_of(self.checkpoint.watermark):
+            if self.checkpoint.watermark is None or order_of(key) > order_of(
+                self.checkpoint.watermark
+            ):
                 self.checkpoint.watermark = key
             released.append(first.segment)
         self.dirty = True
@@ -229,11 +232,18 @@ class SparkSpout(Spout):
 
     def _dead_letter(self, row_id: tuple, values: list, attempts: int) -> None:
         key, offset = row_id
-        reason = (f"failed {attempts} times: the retry budget (spark.spout.retries="
-                  f"{self.cfg.retries}) is spent")
-        record = {"key": key, "offset": offset, "row": dict(zip(self.fields, values)),
-                  "reason": reason, "attempts": attempts,
-                  "time": datetime.datetime.now(datetime.timezone.utc).isoformat()}
+        reason = (
+            f"failed {attempts} times: the retry budget (spark.spout.retries="
+            f"{self.cfg.retries}) is spent"
+        )
+        record = {
+            "key": key,
+            "offset": offset,
+            "row": dict(zip(self.fields, values)),
+            "reason": reason,
+            "attempts": attempts,
+            "time": datetime.datetime.now(datetime.UTC).isoformat(),
+        }
         if self.dead_file is None:
             fd = os.open(self.cfg.dead_letter, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             self.dead_file = os.fdopen(fd, "a", encoding="utf-8")
@@ -261,16 +271,24 @@ class SparkSpout(Spout):
         finds the checkpoint finished."""
         if not self.source_ended and self.pos >= len(self.rows) and not self.handoff.items.empty():
             self._next_chunk()  # takes the End queued behind the last chunk (or the next chunk)
-        if (self.source_ended and not self.open and not self.inflight and not self.replay
-                and self.pos >= len(self.rows) and self.handoff.items.empty()):
+        if (
+            self.source_ended
+            and not self.open
+            and not self.inflight
+            and not self.replay
+            and self.pos >= len(self.rows)
+            and self.handoff.items.empty()
+        ):
             if not self.checkpoint.finished:
                 self.checkpoint.finished = self.cfg.source == "dataframe"
                 self.dirty = True
                 self._save()
             if not self.finished_logged:
                 self.finished_logged = True
-                self.log(f"all rows done: {self.checkpoint.acked} acked, "
-                         f"{self.checkpoint.dead} dead-lettered")
+                self.log(
+                    f"all rows done: {self.checkpoint.acked} acked, "
+                    f"{self.checkpoint.dead} dead-lettered"
+                )
 
     def _maybe_save(self) -> None:
         if self.dirty and time.monotonic() - self.last_save >= self.cfg.checkpoint_interval:
@@ -286,8 +304,11 @@ class SparkSpout(Spout):
         # segments of the loaded checkpoint that the source has not fed again yet stay as they were
         watermark = self.checkpoint.watermark
         for key, saved in self.checkpoint.segments.items():
-            if key not in segments and key not in self.open and (
-                    watermark is None or order_of(key) > order_of(watermark)):
+            if (
+                key not in segments
+                and key not in self.open
+                and (watermark is None or order_of(key) > order_of(watermark))
+            ):
                 segments[key] = saved
         self.checkpoint.segments = segments
         ckpt.save(self.cfg.checkpoint_dir, self.checkpoint)

@@ -11,8 +11,7 @@ from multilang import INFO, BasicBolt, Tuple
 
 def describe(tup: Tuple) -> str:
     """The tuple as one line, in the shape of Storm's tuple toString."""
-    return (f"source: {tup.component}:{tup.task}, stream: {tup.stream}, id: {tup.id}, "
-            f"{tup.values!r}")
+    return f"source: {tup.component}:{tup.task}, stream: {tup.stream}, id: {tup.id}, {tup.values!r}"
 
 
 class LogInfoBolt(BasicBolt):

@@ -16,8 +16,9 @@ from components.spark_spout.session import start_session
 
 
 def main(path: str = ".run/counts", n: int = 15) -> None:
-    spark = start_session({"spark.master": "local[2]", "spark.ui.enabled": "false"},
-                          "spark-wordcount-report")
+    spark = start_session(
+        {"spark.master": "local[2]", "spark.ui.enabled": "false"}, "spark-wordcount-report"
+    )
     counts = spark.read.parquet(path).groupBy("word").agg(F.max("count").alias("count"))
     top = counts.orderBy(F.desc("count"), "word").limit(n).collect()
     total = counts.agg(F.sum("count")).first()[0]

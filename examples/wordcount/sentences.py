@@ -43,9 +43,9 @@ class Sentences(Spout):
         self.limit: int | None = int(limit) if limit is not None else None
         per_next = _option(sys.argv, "--per-next") or conf.get("wordcount.sentences.per.next", 1)
         self.per_next = max(1, int(per_next))
-        self.seq = 0                           # the next sequence number = message id
-        self.pending: dict[int, str] = {}      # emitted, not yet acked: id -> sentence
-        self.replay: deque[int] = deque()      # failed ids waiting to be emitted again
+        self.seq = 0  # the next sequence number = message id
+        self.pending: dict[int, str] = {}  # emitted, not yet acked: id -> sentence
+        self.replay: deque[int] = deque()  # failed ids waiting to be emitted again
         self.acked = 0
         self.replayed = 0
 

@@ -28,14 +28,16 @@ from host.model import Topology
 
 HOST = "127.0.0.1"  # never anything else: the UI shows commands, config and log lines
 DEFAULT_PORT = 8765
-STATIC_FILES = {"/": ("index.html", "text/html; charset=utf-8"),
-                "/index.html": ("index.html", "text/html; charset=utf-8"),
-                "/app.js": ("app.js", "text/javascript; charset=utf-8"),
-                "/style.css": ("style.css", "text/css; charset=utf-8")}
+STATIC_FILES = {
+    "/": ("index.html", "text/html; charset=utf-8"),
+    "/index.html": ("index.html", "text/html; charset=utf-8"),
+    "/app.js": ("app.js", "text/javascript; charset=utf-8"),
+    "/style.css": ("style.css", "text/css; charset=utf-8"),
+}
 # the page loads nothing from anywhere else, and no other site may frame it
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
-                               "frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+    "frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
@@ -50,21 +52,34 @@ def topology_json(topology: Topology) -> dict[str, Any]:
     components = []
     for c in topology.components:
         builtin = builtin_for_command(c.command)
-        components.append({
-            "id": c.id,
-            "kind": c.kind,
-            "parallelism": c.parallelism,
-            "command": list(c.command),
-            "builtin": builtin.short_name if builtin is not None else None,
-            "serializer": c.serializer,
-            "outputs": {stream: list(fields) for stream, fields in c.outputs.items()},
-            "inputs": [{"source": i.source, "stream": i.stream, "grouping": i.grouping.type,
-                        "fields": list(i.grouping.fields), "label": edge_label(i)}
-                       for i in c.inputs],
-            "config": c.config,
-        })
-    return {"name": topology.name, "source": topology.source, "config": topology.config,
-            "components": components}
+        components.append(
+            {
+                "id": c.id,
+                "kind": c.kind,
+                "parallelism": c.parallelism,
+                "command": list(c.command),
+                "builtin": builtin.short_name if builtin is not None else None,
+                "serializer": c.serializer,
+                "outputs": {stream: list(fields) for stream, fields in c.outputs.items()},
+                "inputs": [
+                    {
+                        "source": i.source,
+                        "stream": i.stream,
+                        "grouping": i.grouping.type,
+                        "fields": list(i.grouping.fields),
+                        "label": edge_label(i),
+                    }
+                    for i in c.inputs
+                ],
+                "config": c.config,
+            }
+        )
+    return {
+        "name": topology.name,
+        "source": topology.source,
+        "config": topology.config,
+        "components": components,
+    }
 
 
 def _finite(value: Any) -> Any:
@@ -98,8 +113,7 @@ class WebUI:
     def __init__(self, topology: Topology, port: int = DEFAULT_PORT, host: str = HOST):
         if host != HOST:
             raise ValueError(f"the web UI only listens on {HOST}")
-        self._files = {path: (_static(name), ctype) for path, (name, ctype)
-                       in STATIC_FILES.items()}
+        self._files = {path: (_static(name), ctype) for path, (name, ctype) in STATIC_FILES.items()}
         self._topology = to_json(topology_json(topology))
         self._snapshot: dict | None = None  # replaced by publish(), never changed in place
         self._encoded: tuple[dict | None, bytes] = (None, b"")
@@ -116,8 +130,12 @@ class WebUI:
         return f"http://{HOST}:{self.port}/"
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self.httpd.serve_forever, name="web-ui",
-                                        kwargs={"poll_interval": 0.2}, daemon=True)
+        self._thread = threading.Thread(
+            target=self.httpd.serve_forever,
+            name="web-ui",
+            kwargs={"poll_interval": 0.2},
+            daemon=True,
+        )
         self._thread.start()
 
     def publish(self, snapshot: dict) -> None:
@@ -184,16 +202,23 @@ class _Handler(BaseHTTPRequestHandler):
             found = self.server.ui.resource(path)
         except Exception:  # a bug: answer, and say it in the host's log
             log.exception("web UI: %s failed", path)
-            self._send(HTTPStatus.INTERNAL_SERVER_ERROR, b'{"error":"internal error"}',
-                       "application/json", body)
+            self._send(
+                HTTPStatus.INTERNAL_SERVER_ERROR,
+                b'{"error":"internal error"}',
+                "application/json",
+                body,
+            )
             return
         if found is None:
             if path == "/api/snapshot":
-                self._send(HTTPStatus.SERVICE_UNAVAILABLE, b'{"error":"not started yet"}',
-                           "application/json", body)
+                self._send(
+                    HTTPStatus.SERVICE_UNAVAILABLE,
+                    b'{"error":"not started yet"}',
+                    "application/json",
+                    body,
+                )
             else:
-                self._send(HTTPStatus.NOT_FOUND, b"not found\n", "text/plain; charset=utf-8",
-                           body)
+                self._send(HTTPStatus.NOT_FOUND, b"not found\n", "text/plain; charset=utf-8", body)
             return
         self._send(HTTPStatus.OK, found[0], found[1], body)
 

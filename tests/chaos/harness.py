@@ -62,6 +62,7 @@ def chaos_seed() -> int:
 
 # ---- ledgers ------------------------------------------------------------------------------------
 
+
 def read_ledger(path: Path) -> tuple[Counter, Counter, list[str]]:
     """(acks per id, fails per id, the other lines: activate / deactivate)."""
     acks, fails, other = Counter(), Counter(), []
@@ -114,26 +115,63 @@ def assert_invariant(ledgers: dict[str, LedgerSpec], seed: int, extra: str = "")
 
 # ---- topologies ---------------------------------------------------------------------------------
 
-def ledger_spout(b: TopologyBuilder, name: str, lang: str, ledger: LedgerSpec, per_next: int = 1,
-                 parallelism: int = 1) -> None:
-    b.spout(name, SPOUTS[lang], outputs=["sentence"], parallelism=parallelism,
-            config={"test.messages": ledger.n, "test.ledger": str(ledger.path),
-                    "test.per.next": per_next})
+
+def ledger_spout(
+    b: TopologyBuilder,
+    name: str,
+    lang: str,
+    ledger: LedgerSpec,
+    per_next: int = 1,
+    parallelism: int = 1,
+) -> None:
+    b.spout(
+        name,
+        SPOUTS[lang],
+        outputs=["sentence"],
+        parallelism=parallelism,
+        config={
+            "test.messages": ledger.n,
+            "test.ledger": str(ledger.path),
+            "test.per.next": per_next,
+        },
+    )
 
 
-def chaos_bolt(b: TopologyBuilder, name: str, lang: str, *, sink: bool = False,
-               parallelism: int = 1, env: dict | None = None, **chaos):
+def chaos_bolt(
+    b: TopologyBuilder,
+    name: str,
+    lang: str,
+    *,
+    sink: bool = False,
+    parallelism: int = 1,
+    env: dict | None = None,
+    **chaos,
+):
     """A chaos bolt; `chaos` keys are the component config without the `chaos.` prefix and with
     `_` for `.` (fail_share=0.1 -> chaos.fail.share)."""
     config = {"chaos." + k.replace("_", "."): v for k, v in chaos.items()}
     config["chaos.sink"] = sink
-    return b.bolt(name, BOLTS[lang], outputs=[] if sink else ["word"], parallelism=parallelism,
-                  config=config, env=env)
+    return b.bolt(
+        name,
+        BOLTS[lang],
+        outputs=[] if sink else ["word"],
+        parallelism=parallelism,
+        config=config,
+        env=env,
+    )
 
 
-def linear_topology(tmp_path: Path, spout_lang: str, bolt_lang: str, *, n: int = 100,
-                    config: dict | None = None, per_next: int = 1, sink_lang: str = "python",
-                    **chaos):
+def linear_topology(
+    tmp_path: Path,
+    spout_lang: str,
+    bolt_lang: str,
+    *,
+    n: int = 100,
+    config: dict | None = None,
+    per_next: int = 1,
+    sink_lang: str = "python",
+    **chaos,
+):
     """spout -> split (the chaos bolt under test) -> sink (a well-behaved chaos bolt, 2 tasks).
     Returns (topology, {"spout": LedgerSpec})."""
     ledger = LedgerSpec(tmp_path / "ledger", n)
@@ -147,8 +185,13 @@ def linear_topology(tmp_path: Path, spout_lang: str, bolt_lang: str, *, n: int =
 
 # ---- running ------------------------------------------------------------------------------------
 
-def run_until(sup: Supervisor, done: Callable[[dict], bool], limit: float = 60.0,
-              every: Callable[[dict], None] | None = None) -> int:
+
+def run_until(
+    sup: Supervisor,
+    done: Callable[[dict], bool],
+    limit: float = 60.0,
+    every: Callable[[dict], None] | None = None,
+) -> int:
     """Run the supervisor until `done(snapshot)` holds (checked 5 times a second) or `limit`
     seconds pass; `every(snapshot)` is called at each check."""
     sup.report_every = 0.2
@@ -170,8 +213,11 @@ def all_running(snap: dict) -> bool:
 
 def settled(ledgers: dict[str, LedgerSpec]) -> Callable[[dict], bool]:
     """Every ledger complete, nothing pending in the acker, every task running."""
-    return lambda snap: (snap["topology"]["spout_tuples_pending"] == 0 and all_running(snap)
-                         and all(spec.complete() for spec in ledgers.values()))
+    return lambda snap: (
+        snap["topology"]["spout_tuples_pending"] == 0
+        and all_running(snap)
+        and all(spec.complete() for spec in ledgers.values())
+    )
 
 
 def live_pids(sup: Supervisor) -> dict[str, int]:
@@ -273,27 +319,45 @@ def assert_no_children_left(sup: Supervisor, seed: int | None = None) -> None:
 
 # ---- the host as a subprocess -------------------------------------------------------------------
 
+
 def spout_yaml(lang: str, ledger: LedgerSpec, per_next: int = 1) -> dict:
-    return {"command": SPOUTS[lang], "outputs": ["sentence"],
-            "config": {"test.messages": ledger.n, "test.ledger": str(ledger.path),
-                       "test.per.next": per_next}}
+    return {
+        "command": SPOUTS[lang],
+        "outputs": ["sentence"],
+        "config": {
+            "test.messages": ledger.n,
+            "test.ledger": str(ledger.path),
+            "test.per.next": per_next,
+        },
+    }
 
 
-def bolt_yaml(lang: str, inputs: dict, *, sink: bool = False, parallelism: int = 1,
-              **chaos) -> dict:
+def bolt_yaml(
+    lang: str, inputs: dict, *, sink: bool = False, parallelism: int = 1, **chaos
+) -> dict:
     config = {"chaos." + k.replace("_", "."): v for k, v in chaos.items()}
     config["chaos.sink"] = sink
-    return {"command": BOLTS[lang], "outputs": [] if sink else ["word"], "inputs": inputs,
-            "parallelism": parallelism, "config": config}
+    return {
+        "command": BOLTS[lang],
+        "outputs": [] if sink else ["word"],
+        "inputs": inputs,
+        "parallelism": parallelism,
+        "config": config,
+    }
 
 
-def write_topology(path: Path, name: str, spouts: dict, bolts: dict,
-                   config: dict | None = None) -> Path:
+def write_topology(
+    path: Path, name: str, spouts: dict, bolts: dict, config: dict | None = None
+) -> Path:
     """A topology file in our YAML format (commands are absolute paths)."""
     import yaml
 
-    doc = {"name": name, "config": {**BASE_CONFIG, **(config or {})}, "spouts": spouts,
-           "bolts": bolts}
+    doc = {
+        "name": name,
+        "config": {**BASE_CONFIG, **(config or {})},
+        "spouts": spouts,
+        "bolts": bolts,
+    }
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path
 
@@ -309,9 +373,22 @@ class HostProcess:
         self.out_path, self.err_path = tmp / "host.out", tmp / "host.err"
         self._out, self._err = open(self.out_path, "wb"), open(self.err_path, "wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "host", "local", str(topology), "--quiet",
-             "--stats-json", str(self.stats), *args],
-            cwd=ROOT, stdin=subprocess.DEVNULL, stdout=self._out, stderr=self._err)
+            [
+                sys.executable,
+                "-m",
+                "host",
+                "local",
+                str(topology),
+                "--quiet",
+                "--stats-json",
+                str(self.stats),
+                *args,
+            ],
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=self._out,
+            stderr=self._err,
+        )
         self.ps = psutil.Process(self.proc.pid)
 
     @property
@@ -328,8 +405,10 @@ class HostProcess:
         deadline = time.monotonic() + timeout
         while not cond():
             if self.proc.poll() is not None:
-                raise AssertionError(f"the host exited ({self.proc.returncode}) while waiting "
-                                     f"for {what}:\n{self.stderr[-3000:]}")
+                raise AssertionError(
+                    f"the host exited ({self.proc.returncode}) while waiting "
+                    f"for {what}:\n{self.stderr[-3000:]}"
+                )
             if time.monotonic() > deadline:
                 raise AssertionError(f"timed out waiting for {what}:\n{self.stderr[-3000:]}")
             time.sleep(0.1)

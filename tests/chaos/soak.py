@@ -58,20 +58,32 @@ def soak_topology(work: Path, seconds: float, seed: int):
     n = max(300, int(seconds * RATE_PER_SPOUT * 0.8))
     ledgers = {lang: LedgerSpec(work / f"ledger-{lang}", n) for lang in ("python", "bash", "node")}
     path = write_topology(
-        work / "soak.yaml", "soak",
+        work / "soak.yaml",
+        "soak",
         spouts={f"{lang}_spout": spout_yaml(lang, spec) for lang, spec in ledgers.items()},
         bolts={
-            "split_py": bolt_yaml("python", {"python_spout": "shuffle", "node_spout": "shuffle"},
-                                  parallelism=2, fail_share=0.01, slow_ms=20, seed=seed),
-            "split_js": bolt_yaml("node", {"bash_spout": "shuffle"}, fail_share=0.01,
-                                  slow_ms=20),
-            "count_sh": bolt_yaml("bash", {"split_py": {"fields": ["word"]},
-                                           "split_js": {"fields": ["word"]}},
-                                  sink=True, parallelism=2),
+            "split_py": bolt_yaml(
+                "python",
+                {"python_spout": "shuffle", "node_spout": "shuffle"},
+                parallelism=2,
+                fail_share=0.01,
+                slow_ms=20,
+                seed=seed,
+            ),
+            "split_js": bolt_yaml("node", {"bash_spout": "shuffle"}, fail_share=0.01, slow_ms=20),
+            "count_sh": bolt_yaml(
+                "bash",
+                {"split_py": {"fields": ["word"]}, "split_js": {"fields": ["word"]}},
+                sink=True,
+                parallelism=2,
+            ),
             "sink_js": bolt_yaml("node", {"split_py": "shuffle"}, sink=True),
         },
-        config={"topology.max.spout.pending": 10,
-                "topology.subprocess.timeout.secs": SUBPROCESS_TIMEOUT})
+        config={
+            "topology.max.spout.pending": 10,
+            "topology.subprocess.timeout.secs": SUBPROCESS_TIMEOUT,
+        },
+    )
     return path, ledgers
 
 
@@ -92,7 +104,9 @@ def measure(h: HostProcess) -> tuple[int, int]:
 
 
 def soak(seconds: float, seed: int, work: Path, out=sys.stdout) -> bool:
-    say = lambda text: print(text, file=out, flush=True)
+    def say(text):
+        print(text, file=out, flush=True)
+
     rng = random.Random(seed)
     topology, ledgers = soak_topology(work, seconds, seed)
     total = sum(spec.n for spec in ledgers.values())
@@ -102,8 +116,11 @@ def soak(seconds: float, seed: int, work: Path, out=sys.stdout) -> bool:
     stopped: set[int] = set()
     host_alive = True
     try:
-        h.wait_for(lambda: all(len(read_ledger(s.path)[0]) >= 5 for s in ledgers.values()),
-                   timeout=60, what="every spout acked")
+        h.wait_for(
+            lambda: all(len(read_ledger(s.path)[0]) >= 5 for s in ledgers.values()),
+            timeout=60,
+            what="every spout acked",
+        )
         rss0, fds0 = measure(h)
         peak = rss0
         t0 = time.monotonic()
@@ -133,13 +150,18 @@ def soak(seconds: float, seed: int, work: Path, out=sys.stdout) -> bool:
             if now >= next_status:
                 next_status = now + 30
                 done = sum(len(read_ledger(s.path)[0]) for s in ledgers.values())
-                say(f"  {now - t0:5.0f}s: {len(faults)} faults, {done}/{total} acked, "
-                    f"host RSS {h.ps.memory_info().rss / 2**20:.1f} MB, {h.ps.num_fds()} fds")
+                say(
+                    f"  {now - t0:5.0f}s: {len(faults)} faults, {done}/{total} acked, "
+                    f"host RSS {h.ps.memory_info().rss / 2**20:.1f} MB, {h.ps.num_fds()} fds"
+                )
         # faults over: let the topology finish (SIGSTOPped tasks are found hung meanwhile)
         if host_alive:
             deadline = time.monotonic() + max(120.0, seconds / 2)
-            while (time.monotonic() < deadline and h.proc.poll() is None
-                   and invariant_problems(ledgers)):
+            while (
+                time.monotonic() < deadline
+                and h.proc.poll() is None
+                and invariant_problems(ledgers)
+            ):
                 time.sleep(0.5)
             time.sleep(SUBPROCESS_TIMEOUT + 2)  # the last SIGSTOP is noticed and repaired
             host_alive = h.proc.poll() is None
@@ -158,18 +180,26 @@ def soak(seconds: float, seed: int, work: Path, out=sys.stdout) -> bool:
     kinds = {k: sum(1 for _, kind, _ in faults if kind == k) for k in ("SIGKILL", "SIGSTOP")}
     say(f"faults injected: {len(faults)} ({kinds['SIGKILL']} SIGKILL, {kinds['SIGSTOP']} SIGSTOP)")
     say(f"restarts: {sum(restarts.values())} {restarts}")
-    say(f"messages: {total}, acked once: {total - lost}, lost: {lost}, acked twice: {twice}, "
-        f"replayed after a fail: {replays}")
+    say(
+        f"messages: {total}, acked once: {total - lost}, lost: {lost}, acked twice: {twice}, "
+        f"replayed after a fail: {replays}"
+    )
     top = stats.get("topology", {})
-    say(f"host: exit {code}, alive throughout: {host_alive}; spout tuples acked "
+    say(
+        f"host: exit {code}, alive throughout: {host_alive}; spout tuples acked "
         f"{top.get('spout_tuples_acked')}, failed {top.get('spout_tuples_failed')}, "
-        f"timed out {top.get('spout_tuples_timed_out')}")
+        f"timed out {top.get('spout_tuples_timed_out')}"
+    )
     if host_alive:
-        say(f"host RSS: {rss0 / 2**20:.1f} MB at start, {rss1 / 2**20:.1f} MB at end "
-            f"(peak {peak / 2**20:.1f} MB); open fds: {fds0} at start, {fds1} at end")
+        say(
+            f"host RSS: {rss0 / 2**20:.1f} MB at start, {rss1 / 2**20:.1f} MB at end "
+            f"(peak {peak / 2**20:.1f} MB); open fds: {fds0} at start, {fds1} at end"
+        )
     ok = host_alive and code == 0 and not problems
-    say("invariant: every message id acked exactly once, none lost: "
-        + ("HOLDS" if not problems else "BROKEN: " + "; ".join(problems)))
+    say(
+        "invariant: every message id acked exactly once, none lost: "
+        + ("HOLDS" if not problems else "BROKEN: " + "; ".join(problems))
+    )
     if not ok:
         say(f"faults: {faults}\nhost log: {h.err_path}")
     return ok

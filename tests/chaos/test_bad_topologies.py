@@ -30,8 +30,11 @@ from .harness import BOLTS, ROOT, SPOUTS
 
 pytestmark = pytest.mark.chaos
 
-SETTINGS = settings(max_examples=int(os.environ.get("CHAOS_FUZZ_EXAMPLES", "150")), deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = settings(
+    max_examples=int(os.environ.get("CHAOS_FUZZ_EXAMPLES", "150")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 WORK = Path(tempfile.mkdtemp(prefix="chaos-fuzz-"))
 _names = itertools.count()
 
@@ -42,14 +45,44 @@ FLUX_BOLT = "org.apache.storm.flux.wrappers.bolts.FluxShellBolt"
 # ---- value strategies ---------------------------------------------------------------------------
 
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-(2**70), 2**70),
-    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=12),
-    st.sampled_from(["", "-1", "0", "1", "shuffle", "fields", "python", "word", "default",
-                     "${ENV-HOME}", "${ENV-NOPE_NOT_SET}", "$(touch /tmp/chaos-pwned)",
-                     "`id`", "__system", "__tick", "a/b", "../..", "\x00", "é€", "\ud800"]))
-junk = st.recursive(scalars, lambda inner: st.one_of(
-    st.lists(inner, max_size=3), st.dictionaries(st.one_of(st.text(max_size=6), st.integers()),
-                                                 inner, max_size=3)), max_leaves=8)
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=12),
+    st.sampled_from(
+        [
+            "",
+            "-1",
+            "0",
+            "1",
+            "shuffle",
+            "fields",
+            "python",
+            "word",
+            "default",
+            "${ENV-HOME}",
+            "${ENV-NOPE_NOT_SET}",
+            "$(touch /tmp/chaos-pwned)",
+            "`id`",
+            "__system",
+            "__tick",
+            "a/b",
+            "../..",
+            "\x00",
+            "é€",
+            "\ud800",
+        ]
+    ),
+)
+junk = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(st.one_of(st.text(max_size=6), st.integers()), inner, max_size=3),
+    ),
+    max_leaves=8,
+)
 
 
 def maybe(valid, invalid=junk, p_valid: int = 3):
@@ -57,77 +90,223 @@ def maybe(valid, invalid=junk, p_valid: int = 3):
     return st.one_of(*([valid] * p_valid), invalid)
 
 
-config_keys = st.sampled_from([
-    "topology.message.timeout.secs", "topology.max.spout.pending", "topology.acker.executors",
-    "topology.shellbolt.max.pending", "topology.subprocess.timeout.secs",
-    "topology.tick.tuple.freq.secs", "topology.debug", "topology.enable.message.timeouts",
-    "host.handshake.timeout.secs", "host.restart.backoff.initial.secs",
-    "host.restart.backoff.max.secs", "host.restart.max", "host.max.frame.bytes",
-    "host.nonsense", "topology.workers", "topology.max.task.parallelism", "my.custom.key",
-    "storm.zookeeper.servers"])
-configs = maybe(st.dictionaries(st.one_of(config_keys, st.text(max_size=8)),
-                                maybe(st.integers(0, 100), junk), max_size=4))
-ids = maybe(st.sampled_from(["spout", "split", "sink", "count", "__acker", "a b", ""]),
-            st.one_of(st.integers(), st.text(max_size=5)))
+config_keys = st.sampled_from(
+    [
+        "topology.message.timeout.secs",
+        "topology.max.spout.pending",
+        "topology.acker.executors",
+        "topology.shellbolt.max.pending",
+        "topology.subprocess.timeout.secs",
+        "topology.tick.tuple.freq.secs",
+        "topology.debug",
+        "topology.enable.message.timeouts",
+        "host.handshake.timeout.secs",
+        "host.restart.backoff.initial.secs",
+        "host.restart.backoff.max.secs",
+        "host.restart.max",
+        "host.max.frame.bytes",
+        "host.nonsense",
+        "topology.workers",
+        "topology.max.task.parallelism",
+        "my.custom.key",
+        "storm.zookeeper.servers",
+    ]
+)
+configs = maybe(
+    st.dictionaries(
+        st.one_of(config_keys, st.text(max_size=8)), maybe(st.integers(0, 100), junk), max_size=4
+    )
+)
+ids = maybe(
+    st.sampled_from(["spout", "split", "sink", "count", "__acker", "a b", ""]),
+    st.one_of(st.integers(), st.text(max_size=5)),
+)
 fields = maybe(st.lists(st.sampled_from(["word", "n", "count", ""]), max_size=3))
-commands = maybe(st.sampled_from([SPOUTS["python"], BOLTS["bash"], BOLTS["node"],
-                                  ["python", "-c", "pass"], ["no-such-program-xyz"],
-                                  ["python", "missing_script.py"], "python bolt.py", [],
-                                  ["python", 3], [None]]))
-groupings = st.sampled_from(["shuffle", "fields", "all", "global", "none", "direct",
-                             "local_or_shuffle", "partial_key", "bogus"])
-inputs = st.dictionaries(ids, st.one_of(
-    groupings, st.fixed_dictionaries({}, optional={"grouping": groupings, "fields": fields,
-                                                   "stream": maybe(st.just("default")),
-                                                   "partial_key": fields}), junk), max_size=3)
+commands = maybe(
+    st.sampled_from(
+        [
+            SPOUTS["python"],
+            BOLTS["bash"],
+            BOLTS["node"],
+            ["python", "-c", "pass"],
+            ["no-such-program-xyz"],
+            ["python", "missing_script.py"],
+            "python bolt.py",
+            [],
+            ["python", 3],
+            [None],
+        ]
+    )
+)
+groupings = st.sampled_from(
+    [
+        "shuffle",
+        "fields",
+        "all",
+        "global",
+        "none",
+        "direct",
+        "local_or_shuffle",
+        "partial_key",
+        "bogus",
+    ]
+)
+inputs = st.dictionaries(
+    ids,
+    st.one_of(
+        groupings,
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "grouping": groupings,
+                "fields": fields,
+                "stream": maybe(st.just("default")),
+                "partial_key": fields,
+            },
+        ),
+        junk,
+    ),
+    max_size=3,
+)
 
-our_component = st.fixed_dictionaries({"command": commands}, optional={
-    "outputs": maybe(st.one_of(fields, st.dictionaries(st.sampled_from(["default", "side"]),
-                                                       fields, max_size=2))),
-    "inputs": maybe(inputs), "parallelism": maybe(st.integers(-1, 4)), "config": configs,
-    "cwd": maybe(st.sampled_from([".", "..", "/nonexistent", str(ROOT)])),
-    "env": maybe(st.dictionaries(st.sampled_from(["A", "PATH", "1X", ""]), junk, max_size=2)),
-    "serializer": maybe(st.sampled_from(["json", "msgpack", "xml"])),
-    "heartbeats": maybe(st.booleans()), "activate": maybe(st.booleans()),
-    "bogus": junk})
-our_documents = st.fixed_dictionaries({}, optional={
-    "name": maybe(st.sampled_from(["t", "word count", "a/b", ""])), "config": configs,
-    "spouts": maybe(st.dictionaries(ids, maybe(our_component), max_size=2)),
-    "bolts": maybe(st.dictionaries(ids, maybe(our_component), max_size=3)),
-    "extra": junk})
+our_component = st.fixed_dictionaries(
+    {"command": commands},
+    optional={
+        "outputs": maybe(
+            st.one_of(
+                fields, st.dictionaries(st.sampled_from(["default", "side"]), fields, max_size=2)
+            )
+        ),
+        "inputs": maybe(inputs),
+        "parallelism": maybe(st.integers(-1, 4)),
+        "config": configs,
+        "cwd": maybe(st.sampled_from([".", "..", "/nonexistent", str(ROOT)])),
+        "env": maybe(st.dictionaries(st.sampled_from(["A", "PATH", "1X", ""]), junk, max_size=2)),
+        "serializer": maybe(st.sampled_from(["json", "msgpack", "xml"])),
+        "heartbeats": maybe(st.booleans()),
+        "activate": maybe(st.booleans()),
+        "bogus": junk,
+    },
+)
+our_documents = st.fixed_dictionaries(
+    {},
+    optional={
+        "name": maybe(st.sampled_from(["t", "word count", "a/b", ""])),
+        "config": configs,
+        "spouts": maybe(st.dictionaries(ids, maybe(our_component), max_size=2)),
+        "bolts": maybe(st.dictionaries(ids, maybe(our_component), max_size=3)),
+        "extra": junk,
+    },
+)
 
 flux_args = maybe(st.lists(st.one_of(commands, fields), max_size=3))
-config_methods = st.lists(st.fixed_dictionaries({"name": maybe(st.sampled_from([
-    "setDefaultStream", "setNamedStream", "addComponentConfig", "setEnv", "changeChildCWD",
-    "bogus"])), "args": maybe(st.lists(junk, max_size=3))}), max_size=2)
-flux_component = st.fixed_dictionaries({"id": ids}, optional={
-    "className": maybe(st.sampled_from([FLUX_SPOUT, FLUX_BOLT,
-                                        "org.apache.storm.testing.TestWordSpout",
-                                        "org.apache.storm.testing.TestWordCounter",
-                                        "org.apache.storm.flux.wrappers.bolts.LogInfoBolt",
-                                        "com.example.Nope"])),
-    "constructorArgs": flux_args, "parallelism": maybe(st.integers(-1, 3)),
-    "numTasks": maybe(st.integers(-1, 3)), "configMethods": maybe(config_methods),
-    "config": configs, "properties": junk, "factory": junk})
-flux_stream = st.fixed_dictionaries({"from": ids, "to": ids}, optional={
-    "name": st.text(max_size=8),
-    "grouping": maybe(st.fixed_dictionaries({"type": maybe(st.sampled_from([
-        "SHUFFLE", "FIELDS", "ALL", "GLOBAL", "NONE", "DIRECT", "LOCAL_OR_SHUFFLE", "CUSTOM",
-        "bogus"]))}, optional={"args": fields, "streamId": maybe(st.just("default")),
-                               "customClass": junk}))})
-flux_documents = st.fixed_dictionaries({"spouts": maybe(st.lists(flux_component, max_size=2)),
-                                        "streams": maybe(st.lists(flux_stream, max_size=3))},
-                                       optional={
-    "name": maybe(st.just("flux")), "config": configs,
-    "bolts": maybe(st.lists(flux_component, max_size=3)),
-    "components": maybe(st.lists(flux_component, max_size=1)),
-    "includes": maybe(st.lists(st.fixed_dictionaries({"file": maybe(st.sampled_from(
-        ["nope.yaml", "/etc/passwd", "."])), "resource": st.booleans(),
-        "override": junk}), max_size=1)),
-    "topologySource": junk, "workerHooks": junk, "extra": junk})
+config_methods = st.lists(
+    st.fixed_dictionaries(
+        {
+            "name": maybe(
+                st.sampled_from(
+                    [
+                        "setDefaultStream",
+                        "setNamedStream",
+                        "addComponentConfig",
+                        "setEnv",
+                        "changeChildCWD",
+                        "bogus",
+                    ]
+                )
+            ),
+            "args": maybe(st.lists(junk, max_size=3)),
+        }
+    ),
+    max_size=2,
+)
+flux_component = st.fixed_dictionaries(
+    {"id": ids},
+    optional={
+        "className": maybe(
+            st.sampled_from(
+                [
+                    FLUX_SPOUT,
+                    FLUX_BOLT,
+                    "org.apache.storm.testing.TestWordSpout",
+                    "org.apache.storm.testing.TestWordCounter",
+                    "org.apache.storm.flux.wrappers.bolts.LogInfoBolt",
+                    "com.example.Nope",
+                ]
+            )
+        ),
+        "constructorArgs": flux_args,
+        "parallelism": maybe(st.integers(-1, 3)),
+        "numTasks": maybe(st.integers(-1, 3)),
+        "configMethods": maybe(config_methods),
+        "config": configs,
+        "properties": junk,
+        "factory": junk,
+    },
+)
+flux_stream = st.fixed_dictionaries(
+    {"from": ids, "to": ids},
+    optional={
+        "name": st.text(max_size=8),
+        "grouping": maybe(
+            st.fixed_dictionaries(
+                {
+                    "type": maybe(
+                        st.sampled_from(
+                            [
+                                "SHUFFLE",
+                                "FIELDS",
+                                "ALL",
+                                "GLOBAL",
+                                "NONE",
+                                "DIRECT",
+                                "LOCAL_OR_SHUFFLE",
+                                "CUSTOM",
+                                "bogus",
+                            ]
+                        )
+                    )
+                },
+                optional={
+                    "args": fields,
+                    "streamId": maybe(st.just("default")),
+                    "customClass": junk,
+                },
+            )
+        ),
+    },
+)
+flux_documents = st.fixed_dictionaries(
+    {
+        "spouts": maybe(st.lists(flux_component, max_size=2)),
+        "streams": maybe(st.lists(flux_stream, max_size=3)),
+    },
+    optional={
+        "name": maybe(st.just("flux")),
+        "config": configs,
+        "bolts": maybe(st.lists(flux_component, max_size=3)),
+        "components": maybe(st.lists(flux_component, max_size=1)),
+        "includes": maybe(
+            st.lists(
+                st.fixed_dictionaries(
+                    {
+                        "file": maybe(st.sampled_from(["nope.yaml", "/etc/passwd", "."])),
+                        "resource": st.booleans(),
+                        "override": junk,
+                    }
+                ),
+                max_size=1,
+            )
+        ),
+        "topologySource": junk,
+        "workerHooks": junk,
+        "extra": junk,
+    },
+)
 
 
 # ---- the properties -----------------------------------------------------------------------------
+
 
 def write(text: str | bytes, suffix: str = ".yaml") -> Path:
     path = WORK / f"t{next(_names)}{suffix}"
@@ -154,7 +333,8 @@ def check_load(path: Path) -> TopologyError | None:
 def check_cli(path: Path, env_filter: bool = False) -> None:
     result = CliRunner().invoke(cli, ["validate", str(path), *(["-e"] if env_filter else [])])
     assert result.exception is None or isinstance(result.exception, SystemExit), (
-        f"{type(result.exception).__name__}: {result.exception}\n{result.output}")
+        f"{type(result.exception).__name__}: {result.exception}\n{result.output}"
+    )
     assert result.exit_code in (0, 2), result.output
     assert "Traceback" not in result.output
     if result.exit_code == 2:
@@ -237,11 +417,48 @@ streams:
     grouping: {{type: SHUFFLE}}
 """
 
-yaml_noise = st.sampled_from([
-    ":", "-", "- ", "{", "}", "[", "]", "&a", "*a", "*nope", "<<: *a", "!!python/object:os.system",
-    "!!python/name:os.system", "!!binary", "!!set", "!!timestamp 2001-01-01", "? ", "|", ">",
-    "\t", "\n", "  ", "'", '"', "#", "%YAML 1.1\n", "---\n", "...\n", "~", "null", "1e309",
-    ".nan", "0x1F", "\ufeff", "\x00", "\x85", "\ud800", "é"])
+yaml_noise = st.sampled_from(
+    [
+        ":",
+        "-",
+        "- ",
+        "{",
+        "}",
+        "[",
+        "]",
+        "&a",
+        "*a",
+        "*nope",
+        "<<: *a",
+        "!!python/object:os.system",
+        "!!python/name:os.system",
+        "!!binary",
+        "!!set",
+        "!!timestamp 2001-01-01",
+        "? ",
+        "|",
+        ">",
+        "\t",
+        "\n",
+        "  ",
+        "'",
+        '"',
+        "#",
+        "%YAML 1.1\n",
+        "---\n",
+        "...\n",
+        "~",
+        "null",
+        "1e309",
+        ".nan",
+        "0x1F",
+        "\ufeff",
+        "\x00",
+        "\x85",
+        "\ud800",
+        "é",
+    ]
+)
 
 
 @st.composite
@@ -254,9 +471,9 @@ def mutated(draw, base: str):
         if op == "insert":
             text = text[:at] + piece + text[at:]
         elif op == "delete":
-            text = text[:at] + text[at + draw(st.integers(1, 20)):]
+            text = text[:at] + text[at + draw(st.integers(1, 20)) :]
         else:
-            text = text[:at] + piece + text[at + len(piece):]
+            text = text[:at] + piece + text[at + len(piece) :]
     return text
 
 
@@ -283,8 +500,14 @@ def test_base_documents_are_valid():
 def test_bad_values_name_component_and_key():
     """A wrong value deep in a component: the one line names file, component and key."""
     doc = yaml.safe_load(VALID_OURS)
-    for key, value in [("parallelism", "two"), ("outputs", 3), ("config", [1]),
-                       ("command", "python x.py"), ("serializer", "xml"), ("env", {"A": [1]})]:
+    for key, value in [
+        ("parallelism", "two"),
+        ("outputs", 3),
+        ("config", [1]),
+        ("command", "python x.py"),
+        ("serializer", "xml"),
+        ("env", {"A": [1]}),
+    ]:
         bad = {**doc, "bolts": {**doc["bolts"], "split": {**doc["bolts"]["split"], key: value}}}
         exc = check_load(write(dump(bad)))
         assert exc is not None and exc.component == "split", (key, exc)
@@ -306,8 +529,14 @@ SUBPROCESS_CASES = {
 @pytest.mark.parametrize("case", sorted(SUBPROCESS_CASES))
 def test_validate_in_a_real_process_is_one_line_and_exit_2(case):
     path = write(SUBPROCESS_CASES[case])
-    result = subprocess.run([sys.executable, "-m", "host", "validate", str(path)],
-                            capture_output=True, text=True, cwd=ROOT, timeout=60, check=False)
+    result = subprocess.run(
+        [sys.executable, "-m", "host", "validate", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        check=False,
+    )
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {path}"), result.stderr
@@ -331,7 +560,7 @@ EDGE_CASES = {
     "alias-bomb": _alias_bomb(),  # 10^9 values from 1 KB: the validator hung
     "control-char": "\x1fname: t\n",  # PyYAML's ReaderError spans two lines
     "newline-in-id": 'name: t\nspouts:\n  "a\\nb": {command: [python], outputs: [x]}\n'
-                     'bolts: {b: {command: [python], inputs: {nope: shuffle}}}\n',
+    "bolts: {b: {command: [python], inputs: {nope: shuffle}}}\n",
 }
 
 

@@ -34,8 +34,19 @@ from .harness import (
 pytestmark = pytest.mark.chaos
 
 
-def run_linear(tmp_path, caplog, *, spout="python", bolt="python", n=60, config=None, every=None,
-               until=None, limit=30.0, **chaos):
+def run_linear(
+    tmp_path,
+    caplog,
+    *,
+    spout="python",
+    bolt="python",
+    n=60,
+    config=None,
+    every=None,
+    until=None,
+    limit=30.0,
+    **chaos,
+):
     """spout -> split (the bolt under test) -> sink, until every message is acked (and
     `until(sup, snapshot)` holds); `every(sup, snapshot)` is called 5 times a second. Returns
     (supervisor, exit code, ledgers, error log lines)."""
@@ -43,8 +54,12 @@ def run_linear(tmp_path, caplog, *, spout="python", bolt="python", n=60, config=
     sup = Supervisor(topology)
     caplog.set_level(logging.INFO)
     done = settled(ledgers)
-    code = run_until(sup, lambda snap: done(snap) and (until is None or until(sup, snap)),
-                     limit=limit, every=None if every is None else lambda snap: every(sup, snap))
+    code = run_until(
+        sup,
+        lambda snap: done(snap) and (until is None or until(sup, snap)),
+        limit=limit,
+        every=None if every is None else lambda snap: every(sup, snap),
+    )
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     return sup, code, ledgers, errors
 
@@ -68,16 +83,22 @@ FAULTS = {  # mode -> what the error report must contain
     "badutf8": """invalid JSON; it wrote b'{"command":"log","msg":"bad \\xff\\xfe\\xc3(""",
     "surrogate_emit": "emitted values that cannot be written to sink",
 }
-CASES = ([(lang, mode) for lang in ("bash", "node")
-          for mode in ("crash", "garbage", "hang", "exit")]
-         + [(lang, mode) for lang in LANGS for mode in ("badutf8", "surrogate_emit")])
+CASES = [
+    (lang, mode) for lang in ("bash", "node") for mode in ("crash", "garbage", "hang", "exit")
+] + [(lang, mode) for lang in LANGS for mode in ("badutf8", "surrogate_emit")]
 
 
 @pytest.mark.parametrize("lang,mode", CASES, ids=[f"{lang}-{mode}" for lang, mode in CASES])
 def test_misbehaving_bolt_is_reported_restarted_and_replayed(tmp_path, caplog, lang, mode):
     sup, code, ledgers, errors = run_linear(
-        tmp_path, caplog, bolt=lang, mode=mode, after=20, marker=str(tmp_path / "marker"),
-        config={"topology.subprocess.timeout.secs": 1})
+        tmp_path,
+        caplog,
+        bolt=lang,
+        mode=mode,
+        after=20,
+        marker=str(tmp_path / "marker"),
+        config={"topology.subprocess.timeout.secs": 1},
+    )
     assert code == 0 and sup.failure is None
     assert_invariant(ledgers, 0)
     assert component_restarts(sup) == {"spout": 0, "split": 1, "sink": 0}
@@ -92,19 +113,24 @@ def test_misbehaving_bolt_is_reported_restarted_and_replayed(tmp_path, caplog, l
 def test_lone_surrogate_in_a_log_message_is_logged_not_fatal(tmp_path, caplog, lang):
     # valid JSON ("\udcff" escaped) that is not valid Unicode text: the host must neither crash
     # nor choke while writing it to its own log
-    sup, code, ledgers, _ = run_linear(tmp_path, caplog, bolt=lang, mode="surrogate_log",
-                                       after=5, marker=str(tmp_path / "marker"))
+    sup, code, ledgers, _ = run_linear(
+        tmp_path, caplog, bolt=lang, mode="surrogate_log", after=5, marker=str(tmp_path / "marker")
+    )
     assert code == 0
     assert_invariant(ledgers, 0)
     assert component_restarts(sup) == {"spout": 0, "split": 0, "sink": 0}
-    assert any("lone" in r.getMessage() and "surrogate" in r.getMessage()
-               for r in caplog.records if r.getMessage().startswith("split["))
+    assert any(
+        "lone" in r.getMessage() and "surrogate" in r.getMessage()
+        for r in caplog.records
+        if r.getMessage().startswith("split[")
+    )
 
 
 @pytest.mark.parametrize("lang", ("bash", "node"))
 def test_stderr_flood_is_drained_and_rate_limited(tmp_path, caplog, lang):
-    sup, code, ledgers, _ = run_linear(tmp_path, caplog, bolt=lang, mode="flood", after=10,
-                                       marker=str(tmp_path / "marker"))
+    sup, code, ledgers, _ = run_linear(
+        tmp_path, caplog, bolt=lang, mode="flood", after=10, marker=str(tmp_path / "marker")
+    )
     assert code == 0
     assert_invariant(ledgers, 0)
     assert component_restarts(sup)["split"] == 0
@@ -125,11 +151,13 @@ MISUSE = {
 MISUSE_CASES = [(lang, mode) for lang in ("bash", "node") for mode in MISUSE]
 
 
-@pytest.mark.parametrize("lang,mode", MISUSE_CASES,
-                         ids=[f"{lang}-{mode}" for lang, mode in MISUSE_CASES])
+@pytest.mark.parametrize(
+    "lang,mode", MISUSE_CASES, ids=[f"{lang}-{mode}" for lang, mode in MISUSE_CASES]
+)
 def test_protocol_misuse_is_a_fault_of_that_component_only(tmp_path, caplog, lang, mode):
-    sup, code, ledgers, errors = run_linear(tmp_path, caplog, bolt=lang, mode=mode, after=3,
-                                            marker=str(tmp_path / "marker"))
+    sup, code, ledgers, errors = run_linear(
+        tmp_path, caplog, bolt=lang, mode=mode, after=3, marker=str(tmp_path / "marker")
+    )
     assert code == 0
     assert_invariant(ledgers, 0)
     assert component_restarts(sup) == {"spout": 0, "split": 1, "sink": 0}
@@ -139,6 +167,7 @@ def test_protocol_misuse_is_a_fault_of_that_component_only(tmp_path, caplog, lan
 
 
 # ---- SIGSTOP: hung, killed, restarted -----------------------------------------------------------
+
 
 @pytest.mark.parametrize("lang", ("bash", "node"))  # Python: in the random-fault tests
 def test_sigstopped_bolt_is_declared_hung_killed_and_restarted(tmp_path, caplog, lang):
@@ -151,8 +180,14 @@ def test_sigstopped_bolt_is_declared_hung_killed_and_restarted(tmp_path, caplog,
             stopped.append(pid)
 
     sup, code, ledgers, errors = run_linear(
-        tmp_path, caplog, bolt=lang, n=100, every=stop_split_once, slow_ms=5,
-        config={"topology.subprocess.timeout.secs": 1})
+        tmp_path,
+        caplog,
+        bolt=lang,
+        n=100,
+        every=stop_split_once,
+        slow_ms=5,
+        config={"topology.subprocess.timeout.secs": 1},
+    )
     assert stopped and code == 0
     assert_invariant(ledgers, 0)
     assert component_restarts(sup) == {"spout": 0, "split": 1, "sink": 0}
@@ -163,12 +198,17 @@ def test_sigstopped_bolt_is_declared_hung_killed_and_restarted(tmp_path, caplog,
 
 # ---- a handshake that is never answered ---------------------------------------------------------
 
+
 @pytest.mark.parametrize("lang", LANGS)
 def test_mute_handshake_times_out_and_the_next_incarnation_works(tmp_path, caplog, lang):
     # the first process never answers the handshake; the second one does
     sup, code, ledgers, errors = run_linear(
-        tmp_path, caplog, bolt=lang, env={"CHAOS_MUTE_MARKER": str(tmp_path / "mute")},
-        config={"host.handshake.timeout.secs": 0.5})
+        tmp_path,
+        caplog,
+        bolt=lang,
+        env={"CHAOS_MUTE_MARKER": str(tmp_path / "mute")},
+        config={"host.handshake.timeout.secs": 0.5},
+    )
     assert code == 0
     assert_invariant(ledgers, 0)
     assert component_restarts(sup) == {"spout": 0, "split": 1, "sink": 0}
@@ -176,6 +216,7 @@ def test_mute_handshake_times_out_and_the_next_incarnation_works(tmp_path, caplo
 
 
 # ---- a crashed task's own children --------------------------------------------------------------
+
 
 @pytest.mark.parametrize("lang", ("bash",))  # the host's side is the same for every language
 def test_grandchildren_of_a_killed_task_are_killed_with_it(tmp_path, caplog, lang):
@@ -201,8 +242,9 @@ def test_grandchildren_of_a_killed_task_are_killed_with_it(tmp_path, caplog, lan
             seen["gone_at"] = snap["topology"]["uptime_s"]
             seen["alive"] = alive
 
-    _, code, ledgers, _ = run_linear(tmp_path, caplog, bolt=lang, n=80, every=check_gone,
-                                     grandchild=True, slow_ms=10)
+    _, code, ledgers, _ = run_linear(
+        tmp_path, caplog, bolt=lang, n=80, every=check_gone, grandchild=True, slow_ms=10
+    )
     assert code == 0 and "pid" in seen and "gone_at" in seen
     for p in seen.get("alive", []):
         p.kill()
@@ -211,6 +253,7 @@ def test_grandchildren_of_a_killed_task_are_killed_with_it(tmp_path, caplog, lan
 
 
 # ---- spouts resume from their own ledger --------------------------------------------------------
+
 
 @pytest.mark.parametrize("lang", LANGS)
 def test_sigkilled_spout_resumes_from_its_ledger(tmp_path, caplog, lang):
@@ -228,8 +271,15 @@ def test_sigkilled_spout_resumes_from_its_ledger(tmp_path, caplog, lang):
                 kills.append(time.monotonic())
 
     sup, code, ledgers, errors = run_linear(
-        tmp_path, caplog, spout=lang, n=300, per_next=2, every=kill_spout, slow_ms=1,
-        until=lambda sup, snap: snap["components"]["spout"]["restarts"] == 3)
+        tmp_path,
+        caplog,
+        spout=lang,
+        n=300,
+        per_next=2,
+        every=kill_spout,
+        slow_ms=1,
+        until=lambda sup, snap: snap["components"]["spout"]["restarts"] == 3,
+    )
     assert code == 0 and len(kills) == 3
     assert_invariant(ledgers, 0)
     assert component_restarts(sup) == {"spout": 3, "split": 0, "sink": 0}
@@ -238,6 +288,7 @@ def test_sigkilled_spout_resumes_from_its_ledger(tmp_path, caplog, lang):
 
 # ---- random protocol messages -------------------------------------------------------------------
 
+
 def test_random_protocol_messages_fault_only_their_component(tmp_path, caplog, seed):
     """For 25 incarnations the bolt mixes random messages into its output (emits with junk
     values, anchors, streams and tasks; acks and fails of junk ids; logs, errors and metrics with
@@ -245,11 +296,20 @@ def test_random_protocol_messages_fault_only_their_component(tmp_path, caplog, s
     must treat each as that bolt's fault (or accept it) and never fail itself; in the end every
     message is acked exactly once."""
     sup, code, ledgers, _ = run_linear(
-        tmp_path, caplog, n=300, mode="fuzz", marker=str(tmp_path / "incarnations"),
-        fuzz_incarnations=int(os.environ.get("CHAOS_FUZZ_INCARNATIONS", "25")), seed=seed,
+        tmp_path,
+        caplog,
+        n=300,
+        mode="fuzz",
+        marker=str(tmp_path / "incarnations"),
+        fuzz_incarnations=int(os.environ.get("CHAOS_FUZZ_INCARNATIONS", "25")),
+        seed=seed,
         limit=90,
-        config={"host.restart.max": 1000, "host.restart.backoff.initial.secs": 0.01,
-                "host.restart.backoff.max.secs": 0.05})
+        config={
+            "host.restart.max": 1000,
+            "host.restart.backoff.initial.secs": 0.01,
+            "host.restart.backoff.max.secs": 0.05,
+        },
+    )
     restarts = component_restarts(sup)
     assert code == 0 and sup.failure is None, f"CHAOS_SEED={seed}: {sup.failure}"
     assert_invariant(ledgers, seed)
@@ -259,6 +319,7 @@ def test_random_protocol_messages_fault_only_their_component(tmp_path, caplog, s
 
 
 # ---- a task that dies or starts while backpressure pauses it ------------------------------------
+
 
 def test_task_that_dies_while_paused_by_backpressure_is_restarted_once(tmp_path, caplog):
     """Both sink tasks are SIGSTOPped, so their queues fill and the host stops reading the
@@ -278,13 +339,19 @@ def test_task_that_dies_while_paused_by_backpressure_is_restarted_once(tmp_path,
             for pid in steps["sinks"]:
                 os.kill(pid, signal.SIGSTOP)
             steps["stopped"] = up
-        elif ("killed" not in steps and "stopped" in steps
-              and not any(t.reading for t in sup.tasks.values() if t.cid == "split")):
+        elif (
+            "killed" not in steps
+            and "stopped" in steps
+            and not any(t.reading for t in sup.tasks.values() if t.cid == "split")
+        ):
             steps["victim"] = pids[split]
             os.kill(pids[split], signal.SIGKILL)  # paused: the host is not reading it
             steps["killed"] = up
-        elif ("killed" in steps and "running_again" not in steps
-              and pids.get(split, steps["victim"]) != steps["victim"]):
+        elif (
+            "killed" in steps
+            and "running_again" not in steps
+            and pids.get(split, steps["victim"]) != steps["victim"]
+        ):
             steps["running_again"] = up  # restarted and through its handshake, still paused
         elif "running_again" in steps and "resumed" not in steps and up > steps["killed"] + 3:
             for pid in steps["sinks"]:  # past the 1s handshake timeout: resume the sinks
@@ -292,11 +359,21 @@ def test_task_that_dies_while_paused_by_backpressure_is_restarted_once(tmp_path,
             steps["resumed"] = up
 
     sup, code, ledgers, errors = run_linear(
-        tmp_path, caplog, n=3000, per_next=10, every=script, limit=30,
+        tmp_path,
+        caplog,
+        n=3000,
+        per_next=10,
+        every=script,
+        limit=30,
         until=lambda sup, snap: "resumed" in steps,
-        config={"topology.max.spout.pending": None, "topology.shellbolt.max.pending": 20,
-                "host.bolt.max.in.flight": 20,
-                "topology.subprocess.timeout.secs": 60, "host.handshake.timeout.secs": 1})
+        config={
+            "topology.max.spout.pending": None,
+            "topology.shellbolt.max.pending": 20,
+            "host.bolt.max.in.flight": 20,
+            "topology.subprocess.timeout.secs": 60,
+            "host.handshake.timeout.secs": 1,
+        },
+    )
     assert code == 0 and "resumed" in steps, steps
     assert steps["running_again"] - steps["killed"] < 3, steps  # noticed at once
     assert_invariant(ledgers, 0)
@@ -309,7 +386,8 @@ def test_endless_messages_before_the_pid_reply_are_bounded(tmp_path, caplog):
     handshake); a task that writes endlessly instead of answering once made that grow by about
     100 MB a second until the handshake timeout. Now it is a fault of that task."""
     sup, code, ledgers, errors = run_linear(
-        tmp_path, caplog, env={"CHAOS_CHATTY_MARKER": str(tmp_path / "chatty")})
+        tmp_path, caplog, env={"CHAOS_CHATTY_MARKER": str(tmp_path / "chatty")}
+    )
     assert code == 0
     assert_invariant(ledgers, 0)
     assert component_restarts(sup) == {"spout": 0, "split": 1, "sink": 0}

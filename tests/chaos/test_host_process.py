@@ -56,19 +56,29 @@ def hosts():
 def three_language_topology(tmp_path, name: str, n: int = 20_000, slow_ms: int = 0):
     """Ledger spouts in bash and Node -> a Python splitter -> bash and Node sinks; every bolt
     starts a grandchild (`sleep 600`, not holding any pipe of the host)."""
-    ledgers = {"bash": LedgerSpec(tmp_path / "ledger-bash", n),
-               "node": LedgerSpec(tmp_path / "ledger-node", n)}
+    ledgers = {
+        "bash": LedgerSpec(tmp_path / "ledger-bash", n),
+        "node": LedgerSpec(tmp_path / "ledger-node", n),
+    }
     path = write_topology(
-        tmp_path / "topology.yaml", name,
-        spouts={f"{lang}_spout": spout_yaml(lang, spec, per_next=5)
-                for lang, spec in ledgers.items()},
+        tmp_path / "topology.yaml",
+        name,
+        spouts={
+            f"{lang}_spout": spout_yaml(lang, spec, per_next=5) for lang, spec in ledgers.items()
+        },
         bolts={
-            "split": bolt_yaml("python", {"bash_spout": "shuffle", "node_spout": "shuffle"},
-                               grandchild=True, slow_ms=slow_ms),
-            "count_sh": bolt_yaml("bash", {"split": {"fields": ["word"]}}, sink=True,
-                                  grandchild=True),
+            "split": bolt_yaml(
+                "python",
+                {"bash_spout": "shuffle", "node_spout": "shuffle"},
+                grandchild=True,
+                slow_ms=slow_ms,
+            ),
+            "count_sh": bolt_yaml(
+                "bash", {"split": {"fields": ["word"]}}, sink=True, grandchild=True
+            ),
             "sink_js": bolt_yaml("node", {"split": "shuffle"}, sink=True, grandchild=True),
-        })
+        },
+    )
     return path, ledgers
 
 
@@ -89,7 +99,9 @@ def acked(ledgers) -> int:
 def running_with_grandchildren(h: HostProcess, ledgers, sleeps: int = 3):
     def ready() -> bool:
         return names(h.descendants()).count("sleep") >= sleeps and all(
-            len(read_ledger(spec.path)[0]) >= 10 for spec in ledgers.values())
+            len(read_ledger(spec.path)[0]) >= 10 for spec in ledgers.values()
+        )
+
     return ready
 
 
@@ -139,11 +151,16 @@ def test_100mb_line_without_end_is_a_protocol_error_in_bounded_memory(tmp_path, 
     ledger = LedgerSpec(tmp_path / "ledger", 100_000)
     trigger = tmp_path / "trigger"
     topology = write_topology(
-        tmp_path / "topology.yaml", "bigline",
+        tmp_path / "topology.yaml",
+        "bigline",
         spouts={"spout": spout_yaml("python", ledger)},
-        bolts={"split": bolt_yaml("python", {"spout": "shuffle"}, mode="bigline",
-                                  trigger=str(trigger), big_mb=100),
-               "sink": bolt_yaml("python", {"split": "shuffle"}, sink=True)})
+        bolts={
+            "split": bolt_yaml(
+                "python", {"spout": "shuffle"}, mode="bigline", trigger=str(trigger), big_mb=100
+            ),
+            "sink": bolt_yaml("python", {"split": "shuffle"}, sink=True),
+        },
+    )
     h = hosts(topology, tmp_path)
     h.wait_for(lambda: len(read_ledger(ledger.path)[0]) >= 50, what="tuples flowing")
     before = h.peak_rss()
@@ -171,11 +188,15 @@ def test_slow_bolt_under_a_fast_spout_keeps_host_memory_flat(tmp_path, hosts):
     megabytes a second)."""
     ledger = LedgerSpec(tmp_path / "ledger", 10_000_000)
     topology = write_topology(
-        tmp_path / "topology.yaml", "slow",
+        tmp_path / "topology.yaml",
+        "slow",
         spouts={"spout": spout_yaml("python", ledger, per_next=100)},
-        bolts={"split": bolt_yaml("python", {"spout": "shuffle"}),
-               "slow": bolt_yaml("python", {"split": "shuffle"}, sink=True, slow_ms=5)},
-        config={"topology.max.spout.pending": None})
+        bolts={
+            "split": bolt_yaml("python", {"spout": "shuffle"}),
+            "slow": bolt_yaml("python", {"split": "shuffle"}, sink=True, slow_ms=5),
+        },
+        config={"topology.max.spout.pending": None},
+    )
     h = hosts(topology, tmp_path)
     samples = []
     t0 = time.monotonic()
@@ -208,10 +229,12 @@ Burst().run()
 
 def test_a_burst_from_one_next_is_held_in_bounded_memory(tmp_path, hosts):
     topology = write_topology(
-        tmp_path / "topology.yaml", "burst",
+        tmp_path / "topology.yaml",
+        "burst",
         spouts={"spout": {"command": ["python", "-c", BURST_SPOUT], "outputs": ["x"]}},
         bolts={"slow": bolt_yaml("python", {"spout": "shuffle"}, sink=True, slow_ms=10)},
-        config={"topology.max.spout.pending": None})
+        config={"topology.max.spout.pending": None},
+    )
     h = hosts(topology, tmp_path)
     h.wait_for(lambda: h.stats.parent.exists(), what="start")
     time.sleep(1)

@@ -31,13 +31,23 @@ pytestmark = pytest.mark.chaos
 
 FLUX_SPOUT = "org.apache.storm.flux.wrappers.spouts.FluxShellSpout"
 FLUX_BOLT = "org.apache.storm.flux.wrappers.bolts.FluxShellBolt"
-SHELL_TRAPS = ["$(touch {0}/subst)", "`touch {0}/backtick`", "; touch {0}/semicolon",
-               "| touch {0}/pipe", "&& touch {0}/and", "*", "~", "$HOME", "'\"\\"]
+SHELL_TRAPS = [
+    "$(touch {0}/subst)",
+    "`touch {0}/backtick`",
+    "; touch {0}/semicolon",
+    "| touch {0}/pipe",
+    "&& touch {0}/and",
+    "*",
+    "~",
+    "$HOME",
+    "'\"\\",
+]
 
 
 def test_a_string_command_is_refused(tmp_path):
     (tmp_path / "t.yaml").write_text(
-        "name: t\nspouts:\n  s: {command: 'python spout.py; rm -rf ~', outputs: [x]}\n")
+        "name: t\nspouts:\n  s: {command: 'python spout.py; rm -rf ~', outputs: [x]}\n"
+    )
     with pytest.raises(TopologyError) as info:
         load(tmp_path / "t.yaml")
     assert info.value.key == "command" and "not a string" in info.value.problem
@@ -62,17 +72,27 @@ def test_arguments_reach_the_component_verbatim_without_a_shell(tmp_path):
     traps = [t.format(tmp_path) for t in SHELL_TRAPS]
     out = tmp_path / "argv.json"
     b = TopologyBuilder("t", config={"host.shutdown.grace.secs": 0.5})
-    b.spout("s", [sys.executable, "-c", ARGV_SPOUT, *traps], outputs=["x"],
-            config={"test.out": str(out)})
+    b.spout(
+        "s",
+        [sys.executable, "-c", ARGV_SPOUT, *traps],
+        outputs=["x"],
+        config={"test.out": str(out)},
+    )
     sup = Supervisor(b.build(base_dir=tmp_path))
     assert run_until(sup, lambda snap: out.exists(), limit=20) == 0
     assert json.loads(out.read_text()) == traps
     assert sorted(p.name for p in tmp_path.iterdir()) == ["argv.json"]  # nothing was touched
 
 
-@pytest.mark.parametrize("tag", ["!!python/object/apply:os.system ['touch {0}/pwned']",
-                                 "!!python/object/new:os.system ['touch {0}/pwned']",
-                                 "!!python/name:os.system", "!!python/object:os.system {{}}"])
+@pytest.mark.parametrize(
+    "tag",
+    [
+        "!!python/object/apply:os.system ['touch {0}/pwned']",
+        "!!python/object/new:os.system ['touch {0}/pwned']",
+        "!!python/name:os.system",
+        "!!python/object:os.system {{}}",
+    ],
+)
 def test_python_yaml_tags_are_refused_not_constructed(tmp_path, tag):
     path = tmp_path / "t.yaml"
     path.write_text(f"name: t\nconfig:\n  x: {tag.format(tmp_path)}\nspouts: {{}}\n")
@@ -91,18 +111,30 @@ def test_env_substitution_never_executes_anything(tmp_path, monkeypatch):
     for i, trap in enumerate(traps):
         monkeypatch.setenv(f"CHAOS_TRAP_{i}", trap)
     args = [f"${{ENV-CHAOS_TRAP_{i}}}" for i in range(len(traps))]
-    args += [f"$(touch {tmp_path}/outside)", f"${{ENV-$(touch {tmp_path}/inside)}}", "${ENV-CHAOS_NOT_SET_ANYWHERE}"]
+    args += [
+        f"$(touch {tmp_path}/outside)",
+        f"${{ENV-$(touch {tmp_path}/inside)}}",
+        "${ENV-CHAOS_NOT_SET_ANYWHERE}",
+    ]
     (tmp_path / "spout.py").write_text("")
     lines = [
-        "name: env", "spouts:", "  - id: s", f"    className: {FLUX_SPOUT}",
-        "    constructorArgs:", "      -", "        - python", "        - spout.py",
-        *[f"        - {json.dumps(a)}" for a in args], "      - [x]",
-        "streams: []"]
+        "name: env",
+        "spouts:",
+        "  - id: s",
+        f"    className: {FLUX_SPOUT}",
+        "    constructorArgs:",
+        "      -",
+        "        - python",
+        "        - spout.py",
+        *[f"        - {json.dumps(a)}" for a in args],
+        "      - [x]",
+        "streams: []",
+    ]
     path = tmp_path / "flux.yaml"
     path.write_text("\n".join(lines) + "\n")
     topology = load(path, env_filter=True)
     command = topology.component("s").command
-    assert list(command[2:2 + len(traps)]) == traps
+    assert list(command[2 : 2 + len(traps)]) == traps
     assert command[-3] == f"$(touch {tmp_path}/outside)"
     assert command[-1] == "${ENV-CHAOS_NOT_SET_ANYWHERE}"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["flux.yaml", "spout.py"]
@@ -111,16 +143,22 @@ def test_env_substitution_never_executes_anything(tmp_path, monkeypatch):
 def test_pid_directory_is_owner_only_and_removed(tmp_path):
     ledger = LedgerSpec(tmp_path / "ledger", 20)
     b = TopologyBuilder("t", config={"host.shutdown.grace.secs": 0.5})
-    b.spout("s", SPOUTS["python"], outputs=["sentence"],
-            config={"test.messages": ledger.n, "test.ledger": str(ledger.path)})
+    b.spout(
+        "s",
+        SPOUTS["python"],
+        outputs=["sentence"],
+        config={"test.messages": ledger.n, "test.ledger": str(ledger.path)},
+    )
     sup = Supervisor(b.build(base_dir=COMPONENTS))
     seen = {}
 
     def look(snap):
         if "mode" not in seen and snap["components"]["s"]["states"] == ["running"]:
             seen["mode"] = stat.S_IMODE(os.stat(sup.pid_dir).st_mode)
-            seen["files"] = [(n, stat.S_IMODE(os.stat(os.path.join(sup.pid_dir, n)).st_mode))
-                             for n in os.listdir(sup.pid_dir)]
+            seen["files"] = [
+                (n, stat.S_IMODE(os.stat(os.path.join(sup.pid_dir, n)).st_mode))
+                for n in os.listdir(sup.pid_dir)
+            ]
         if len(read_ledger(ledger.path)[0]) >= ledger.n:
             sup.request_stop("done")
 
@@ -138,10 +176,14 @@ def test_nothing_listens_on_a_network_port(tmp_path):
     UDP, listening or not): the host talks to its components over pipes only."""
     ledger = LedgerSpec(tmp_path / "ledger", 20_000)
     topology = write_topology(
-        tmp_path / "t.yaml", "ports",
+        tmp_path / "t.yaml",
+        "ports",
         spouts={"spout": spout_yaml("node", ledger)},
-        bolts={"split": bolt_yaml("bash", {"spout": "shuffle"}),
-               "sink": bolt_yaml("python", {"split": "shuffle"}, sink=True)})
+        bolts={
+            "split": bolt_yaml("bash", {"spout": "shuffle"}),
+            "sink": bolt_yaml("python", {"split": "shuffle"}, sink=True),
+        },
+    )
     h = HostProcess(topology, tmp_path)
     try:
         h.wait_for(lambda: len(read_ledger(ledger.path)[0]) >= 20, what="tuples flowing")

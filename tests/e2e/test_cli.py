@@ -27,16 +27,31 @@ SENTENCES = [
 
 
 def host(*args: str, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "host", *args], capture_output=True, text=True,
-                          cwd=ROOT, timeout=120, **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "host", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        **kwargs,
+    )
 
 
 def test_wordcount_example_counts_every_word_exactly(tmp_path):
     limit = 2000
     stats, report = tmp_path / "stats.json", tmp_path / "report.json"
-    result = host("local", str(WORDCOUNT), "--duration", "10", "--stats-json", str(stats),
-                  "-c", f"wordcount.sentences.limit={limit}",
-                  "-c", f"wordcount.report.path={report}")
+    result = host(
+        "local",
+        str(WORDCOUNT),
+        "--duration",
+        "10",
+        "--stats-json",
+        str(stats),
+        "-c",
+        f"wordcount.sentences.limit={limit}",
+        "-c",
+        f"wordcount.report.path={report}",
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     data = json.loads(stats.read_text())
     top = data["topology"]
@@ -49,8 +64,15 @@ def test_wordcount_example_counts_every_word_exactly(tmp_path):
     for cid, tasks in (("sentences", 1), ("split", 2), ("count", 2), ("report", 1)):
         assert comps[cid]["tasks"] == tasks
         assert comps[cid]["restarts"] == 0 and comps[cid]["errors"] == 0
-        assert set(comps[cid]) >= {"tasks", "emitted", "executed", "acked", "failed",
-                                   "restarts", "errors"}
+        assert set(comps[cid]) >= {
+            "tasks",
+            "emitted",
+            "executed",
+            "acked",
+            "failed",
+            "restarts",
+            "errors",
+        }
     assert comps["sentences"]["emitted"] == limit
     assert comps["split"]["executed"] == limit
     assert comps["split"]["emitted"] == sum(expected.values())
@@ -61,8 +83,10 @@ def test_wordcount_example_counts_every_word_exactly(tmp_path):
 
 def test_bad_topology_is_one_line_and_exit_code_2(tmp_path):
     bad = tmp_path / "bad.yaml"
-    bad.write_text("name: t\nspouts:\n  s: {command: [python, nope.py], outputs: [x]}\n"
-                   "bolts:\n  b: {command: [python, nope.py], inputs: {missing: shuffle}}\n")
+    bad.write_text(
+        "name: t\nspouts:\n  s: {command: [python, nope.py], outputs: [x]}\n"
+        "bolts:\n  b: {command: [python, nope.py], inputs: {missing: shuffle}}\n"
+    )
     result = host("local", str(bad))
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
@@ -96,9 +120,13 @@ def _gone(procs, timeout: float) -> list:
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_sigterm_and_sigint_stop_gracefully(tmp_path, sig):
     stats = tmp_path / "stats.json"
-    proc = subprocess.Popen([sys.executable, "-m", "host", "local", str(WORDCOUNT),
-                             "--stats-json", str(stats)], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "host", "local", str(WORDCOUNT), "--stats-json", str(stats)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     kids = _descendants_when_running(proc, expected=6)
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=60)
@@ -111,8 +139,12 @@ def test_sigterm_and_sigint_stop_gracefully(tmp_path, sig):
 
 
 def test_host_sigkill_leaves_no_component_behind():
-    proc = subprocess.Popen([sys.executable, "-m", "host", "local", str(WORDCOUNT), "--quiet"],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "host", "local", str(WORDCOUNT), "--quiet"],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     kids = _descendants_when_running(proc, expected=6)
     assert any(k.name() == "jq" for k in kids), "the bash bolts' jq coprocesses are covered too"
     proc.kill()
@@ -128,8 +160,9 @@ STORM_FLUX = ROOT / "examples" / "storm-flux" / "topology.yaml"
 
 def test_flux_example_runs_and_every_tuple_is_acked(tmp_path):
     stats = tmp_path / "stats.json"
-    result = host("local", str(STORM_FLUX), "--duration", "4", "--quiet", "--stats-json",
-                  str(stats))
+    result = host(
+        "local", str(STORM_FLUX), "--duration", "4", "--quiet", "--stats-json", str(stats)
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     data = json.loads(stats.read_text())
     top, comps = data["topology"], data["components"]

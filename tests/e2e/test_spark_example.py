@@ -19,8 +19,9 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "spark-wordcount"
 
 def test_run_sh_counts_the_text_and_reports_the_top_words():
     env = {**os.environ, "PYTHON": sys.executable, "DURATION": "300"}
-    result = subprocess.run(["bash", str(EXAMPLE / "run.sh")], capture_output=True, text=True,
-                            env=env, timeout=420)
+    result = subprocess.run(
+        ["bash", str(EXAMPLE / "run.sh")], capture_output=True, text=True, env=env, timeout=420
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     # report.py's top words and counts match a count done here, cleaning lines as job.py does
     words: Counter = Counter()

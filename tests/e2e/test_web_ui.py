@@ -39,10 +39,18 @@ pytestmark = pytest.mark.slow
 def browser(tmp_path_factory):
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                "--no-first-run", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--window-size=1400,1000",
-                f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"):
+    for arg in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--window-size=1400,1000",
+        f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
+    ):
         options.add_argument(arg)
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     driver.set_page_load_timeout(30)
@@ -56,7 +64,11 @@ class Host:
     def __init__(self, *args: str):
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "host", "local", str(WORDCOUNT), "--ui", "0", *args],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
         self.url, self.port = self._read_url(timeout=30)
 
     def _read_url(self, timeout: float) -> tuple[str, int]:
@@ -102,13 +114,20 @@ def test_page_shows_the_graph_and_counters_increase_while_the_topology_runs(brow
     wait = WebDriverWait(browser, 20, poll_frequency=0.1)
 
     # the graph has every component, and an edge per subscription with its grouping
-    nodes = wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#graph g.node")
-                       if len(d.find_elements(By.CSS_SELECTOR, "#graph g.node")) == 4 else None)
+    nodes = wait.until(
+        lambda d: (
+            d.find_elements(By.CSS_SELECTOR, "#graph g.node")
+            if len(d.find_elements(By.CSS_SELECTOR, "#graph g.node")) == 4
+            else None
+        )
+    )
     assert {n.get_attribute("data-id") for n in nodes} == COMPONENTS
     spouts = browser.find_elements(By.CSS_SELECTOR, "#graph g.node.spout")
     assert [n.get_attribute("data-id") for n in spouts] == ["sentences"]
-    edges = {(e.get_attribute("data-source"), e.get_attribute("data-target"))
-             for e in browser.find_elements(By.CSS_SELECTOR, "#graph g.edge")}
+    edges = {
+        (e.get_attribute("data-source"), e.get_attribute("data-target"))
+        for e in browser.find_elements(By.CSS_SELECTOR, "#graph g.edge")
+    }
     assert edges == {("sentences", "split"), ("split", "count"), ("count", "report")}
     labels = {e.text for e in browser.find_elements(By.CSS_SELECTOR, "#graph .edge-label text")}
     assert labels == {"shuffle", "fields(word)", "global"}
@@ -120,8 +139,11 @@ def test_page_shows_the_graph_and_counters_increase_while_the_topology_runs(brow
         return number(browser.find_element(By.ID, "acked").text)
 
     def executed(cid: str) -> int:
-        return number(browser.find_element(
-            By.CSS_SELECTOR, f'#bolts tr[data-id="{cid}"] td[data-key="executed"]').text)
+        return number(
+            browser.find_element(
+                By.CSS_SELECTOR, f'#bolts tr[data-id="{cid}"] td[data-key="executed"]'
+            ).text
+        )
 
     wait.until(lambda d: acked() > 0)
     first_acked, first_executed = acked(), executed("count")
@@ -139,14 +161,16 @@ def test_page_shows_the_graph_and_counters_increase_while_the_topology_runs(brow
 
     # nothing listens anywhere but on 127.0.0.1: not the host, not its components
     procs = [psutil.Process(host.proc.pid), *psutil.Process(host.proc.pid).children(True)]
-    listening = [c for p in procs for c in p.net_connections(kind="inet")
-                 if c.status == psutil.CONN_LISTEN]
+    listening = [
+        c for p in procs for c in p.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN
+    ]
     assert listening and {c.laddr.ip for c in listening} == {"127.0.0.1"}
     assert {c.laddr.port for c in listening} == {host.port}
 
     # the report bolt's log line (it logs on its tick, every 5 s of the run)
     WebDriverWait(browser, 15, poll_frequency=0.2).until(
-        lambda d: "report[" in d.find_element(By.ID, "logs").text)
+        lambda d: "report[" in d.find_element(By.ID, "logs").text
+    )
 
     # the UI stops with the topology, and the page says so
     assert host.stop() == 0

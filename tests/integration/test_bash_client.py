@@ -31,7 +31,7 @@ NASTY = [
     "new\nline",
     "\nend\n",
     "end",
-    'quote"s and \'single\'',
+    "quote\"s and 'single'",
     "back\\slash\\",
     "\\n is not a newline",
     "unicode: é ü 中文 😀 \u2028 \u00a0",
@@ -107,8 +107,9 @@ def test_handshake_writes_pid_file_and_runs_on_init(peers):
     assert os.listdir(peer.pid_dir) == [str(pid)]
     assert os.path.getsize(os.path.join(peer.pid_dir, str(pid))) == 0
     init = peer.read()
-    assert init == Log("init task=3 component=bolt name=wc task1=spout conf_is_json={ "
-                       "context_is_json={", 2)
+    assert init == Log(
+        "init task=3 component=bolt name=wc task1=spout conf_is_json={ context_is_json={", 2
+    )
     assert peer.close() == 0
 
 
@@ -226,7 +227,9 @@ def test_failing_tick_hook_fails_the_tick(peers):
     peer = bolt(peers)
     peer.tick("t1", freq=99)
     assert [peer.read(), peer.read()] == [
-        Error("on_tick returned status 1 for tick tuple t1"), Fail("t1")]
+        Error("on_tick returned status 1 for tick tuple t1"),
+        Fail("t1"),
+    ]
 
 
 def test_tick_without_hook_is_acked(peers):
@@ -372,8 +375,22 @@ def test_output_beyond_the_stdio_buffer_goes_out_in_few_writes(peers):
 @pytest.mark.parametrize("locale", ["C.UTF-8", "C"])
 def test_emit_each_with_nothing_to_escape(peers, locale):
     # Strings without quotes, backslashes or control characters take emit_each's batch path.
-    words = ["&", "a&b", "%s %d %%", "$HOME `id` $(id) ${x}", "unicode: é ü 中文 😀 \u00a0",
-             "*", "-n", "--", "", "  spaced  ", "[1,2]", "it's", "end", "x" * 5000]
+    words = [
+        "&",
+        "a&b",
+        "%s %d %%",
+        "$HOME `id` $(id) ${x}",
+        "unicode: é ü 中文 😀 \u00a0",
+        "*",
+        "-n",
+        "--",
+        "",
+        "  spaced  ",
+        "[1,2]",
+        "it's",
+        "end",
+        "x" * 5000,
+    ]
     peer = bolt(peers, env={**os.environ, "LC_ALL": locale})
     peer.tuple("7", ["each", *words])
     emits = emits_then_ack(peer, "7")
@@ -385,8 +402,10 @@ def test_emit_each_with_nothing_to_escape(peers, locale):
 
 def test_multi_line_host_json_is_accepted(peers):
     peer = bolt(peers)
-    peer.send_raw(b'\n{"id": "1", "comp": "spout",\n "stream": "default", "task": 1,\n'
-                  b' "tuple": ["emit", "a\\nb"]}\nend\n')
+    peer.send_raw(
+        b'\n{"id": "1", "comp": "spout",\n "stream": "default", "task": 1,\n'
+        b' "tuple": ["emit", "a\\nb"]}\nend\n'
+    )
     [emit] = emits_then_ack(peer, "1")
     assert emit.values == ["a\nb"]
 
@@ -402,7 +421,10 @@ def test_manual_bolt_acks_and_fails_by_id(peers):
     assert peer.quiet(0.2) == []  # nothing acked on its own
     peer.tuple("3", ["ack-held"])
     assert peer.read_until(Ack) + peer.read_until(Ack) + peer.read_until(Ack) == [
-        Ack("1"), Ack("2"), Ack("3")]
+        Ack("1"),
+        Ack("2"),
+        Ack("3"),
+    ]
     peer.tuple("4", ["keep"])
     peer.tuple("5", ["fail-held"])
     assert list(peer.read().anchors) == ["4"]
@@ -449,8 +471,11 @@ def test_spout_commands(peers):
     peer.command("ack", 2)
     assert peer.read_until(Sync) == [Log("ack 2 json=2", 2), Sync()]
     peer.command("fail", "m2")
-    assert peer.read_until(Sync) == [Log('fail m2 json="m2"', 2),
-                                     Error("failed returned status 1"), Sync()]
+    assert peer.read_until(Sync) == [
+        Log('fail m2 json="m2"', 2),
+        Error("failed returned status 1"),
+        Sync(),
+    ]
     peer.command("deactivate")
     assert peer.read_until(Sync) == [Log("deactivated", 2), Sync()]
     assert peer.close() == 0

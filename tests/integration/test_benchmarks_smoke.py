@@ -29,9 +29,23 @@ def _check_common(result: dict, name: str) -> None:
 
 
 def test_smoke_run_writes_results(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "benchmarks", "protocol-ceiling", "acker-memory",
-                          "idle", "--smoke", "--results-dir", str(tmp_path)],
-                         cwd=REPO, capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks",
+            "protocol-ceiling",
+            "acker-memory",
+            "idle",
+            "--smoke",
+            "--results-dir",
+            str(tmp_path),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "== protocol-ceiling" in out.stdout and "== idle" in out.stdout
 
@@ -51,9 +65,21 @@ def test_smoke_run_writes_results(tmp_path):
 
 
 def test_unknown_benchmark_is_a_usage_error(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "benchmarks", "no-such-thing", "--smoke",
-                          "--results-dir", str(tmp_path)],
-                         cwd=REPO, capture_output=True, text=True, timeout=30)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks",
+            "no-such-thing",
+            "--smoke",
+            "--results-dir",
+            str(tmp_path),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert out.returncode == 2
     assert "unknown benchmark" in out.stderr
     assert not list(tmp_path.iterdir())
@@ -61,7 +87,12 @@ def test_unknown_benchmark_is_a_usage_error(tmp_path):
 
 def test_split_script_as_a_line_filter():
     """rdd-pipe feeds split.sh lines, as Spark's rdd.pipe() does (pyspark is not needed here)."""
-    out = subprocess.run(["bash", str(SPLIT_SH), "--lines"], input="the cow  jumped\n\n* over",
-                         capture_output=True, text=True, timeout=10)
+    out = subprocess.run(
+        ["bash", str(SPLIT_SH), "--lines"],
+        input="the cow  jumped\n\n* over",
+        capture_output=True,
+        text=True,
+        timeout=10,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["the", "cow", "jumped", "*", "over"]

@@ -20,7 +20,10 @@ from tests.support.peer import ComponentPeer
 # Each bolt takes values[0] seconds per tuple, blocking its whole process (a synchronous wait in
 # Node: an await would let the library write between tuples anyway).
 SLOW_BOLTS = {
-    "python": ("slow_bolt.py", ["python", "slow_bolt.py"], """
+    "python": (
+        "slow_bolt.py",
+        ["python", "slow_bolt.py"],
+        """
 import time
 from multilang import BasicBolt
 
@@ -29,19 +32,28 @@ class Slow(BasicBolt):
         time.sleep(float(tup.values[0]))
 
 Slow().run()
-"""),
-    "node": ("slow_bolt.js", ["node", "slow_bolt.js"], """
+""",
+    ),
+    "node": (
+        "slow_bolt.js",
+        ["node", "slow_bolt.js"],
+        """
 const { BasicBolt } = require('multilang');
 const cell = new Int32Array(new SharedArrayBuffer(4));
 new BasicBolt({
   process(tuple) { Atomics.wait(cell, 0, 0, Number(tuple.values[0]) * 1000); },
 }).run();
-"""),
-    "bash": ("slow_bolt.sh", ["bash", "slow_bolt.sh"], """
+""",
+    ),
+    "bash": (
+        "slow_bolt.sh",
+        ["bash", "slow_bolt.sh"],
+        """
 source "$MULTILANG_SH"
 slow() { sleep "$1"; }
 run_bolt slow
-"""),
+""",
+    ),
 }
 N, SECS = 24, 0.25  # the whole queue takes 6 s; our clients write within 50 ms (bash: 1 s)
 
@@ -58,8 +70,9 @@ def test_a_slow_bolt_answers_each_tuple_of_a_long_read_as_it_goes(tmp_path, clie
     try:
         peer.handshake()
         # one write, so that the whole queue arrives in one read
-        peer.send_raw(b"".join(encode(TupleMessage(str(i), "spout", "default", 1, [SECS]))
-                               for i in range(N)))
+        peer.send_raw(
+            b"".join(encode(TupleMessage(str(i), "spout", "default", 1, [SECS])) for i in range(N))
+        )
         started = time.monotonic()
         first = peer.read_until(Ack, timeout=N * SECS + 10)[-1]
         waited = time.monotonic() - started
@@ -73,8 +86,9 @@ def test_a_slow_bolt_answers_each_tuple_of_a_long_read_as_it_goes(tmp_path, clie
 
 
 def _topology(tmp_path, client: str) -> Topology:
-    b = TopologyBuilder("slow", config={"topology.subprocess.timeout.secs": 3,
-                                        "topology.max.spout.pending": N})
+    b = TopologyBuilder(
+        "slow", config={"topology.subprocess.timeout.secs": 3, "topology.max.spout.pending": N}
+    )
     b.spout("spout", ["python", "spout.py"], outputs=["secs"])
     b.bolt("bolt", _slow_bolt(tmp_path, client), outputs=[]).shuffle("spout")
     return b.build(tmp_path)
@@ -97,8 +111,7 @@ Once().run()
 
 
 @pytest.mark.parametrize("client", list(SLOW_BOLTS))
-def test_a_slow_bolt_with_a_queue_longer_than_the_timeout_is_not_taken_for_hung(tmp_path,
-                                                                                  client):
+def test_a_slow_bolt_with_a_queue_longer_than_the_timeout_is_not_taken_for_hung(tmp_path, client):
     # 24 tuples of 0.25 s queued at a bolt with a 3 s subprocess timeout: answered as it goes it
     # is never silent for 3 s; answered all at once it would be, and be killed as hung
     (tmp_path / "spout.py").write_text(SPOUT)

@@ -49,27 +49,50 @@ def _py(path: Path, *args: str) -> tuple[str, ...]:
 
 
 CLIENTS = [
-    Client("python", _py(CONFORMANCE / "bolt.py"), _py(CONFORMANCE / "spout.py"),
-           features=frozenset({"json"})),
-    Client("node", ("node", str(CONFORMANCE / "bolt.js")), ("node", str(CONFORMANCE / "spout.js")),
-           features=frozenset({"json"})),
-    Client("bash", ("bash", str(CONFORMANCE / "bolt.sh")), ("bash", str(CONFORMANCE / "spout.sh")),
-           features=frozenset({"json"})),
+    Client(
+        "python",
+        _py(CONFORMANCE / "bolt.py"),
+        _py(CONFORMANCE / "spout.py"),
+        features=frozenset({"json"}),
+    ),
+    Client(
+        "node",
+        ("node", str(CONFORMANCE / "bolt.js")),
+        ("node", str(CONFORMANCE / "spout.js")),
+        features=frozenset({"json"}),
+    ),
+    Client(
+        "bash",
+        ("bash", str(CONFORMANCE / "bolt.sh")),
+        ("bash", str(CONFORMANCE / "spout.sh")),
+        features=frozenset({"json"}),
+    ),
     # pystorm exits with status 2 when Storm goes away (spec §4.10)
-    Client("pystorm-json", _py(PYSTORM / "conformance_bolt.py", "json"),
-           _py(PYSTORM / "conformance_spout.py", "json"), eof_status=2,
-           features=frozenset({"json"})),
-    Client("pystorm-msgpack", _py(PYSTORM / "conformance_bolt.py", "msgpack"),
-           _py(PYSTORM / "conformance_spout.py", "msgpack"), serializer="msgpack", eof_status=2,
-           features=frozenset({"msgpack"})),
+    Client(
+        "pystorm-json",
+        _py(PYSTORM / "conformance_bolt.py", "json"),
+        _py(PYSTORM / "conformance_spout.py", "json"),
+        eof_status=2,
+        features=frozenset({"json"}),
+    ),
+    Client(
+        "pystorm-msgpack",
+        _py(PYSTORM / "conformance_bolt.py", "msgpack"),
+        _py(PYSTORM / "conformance_spout.py", "msgpack"),
+        serializer="msgpack",
+        eof_status=2,
+        features=frozenset({"msgpack"}),
+    ),
 ]
 
 
 def needs(*features: str):
     """Generate the decorated scenario only for clients that have all of `features`."""
+
     def mark(fn):
         fn.needs = frozenset(features)
         return fn
+
     return mark
 
 
@@ -84,10 +107,15 @@ def pytest_generate_tests(metafunc):  # pragma: no cover - called by pytest for 
 
 # pystorm builds a namedtuple per source stream from these, so every test tuple has three values
 SOURCE_FIELDS = {"spout": {"default": ["action", "arg1", "arg2"]}}
-BOLT_CONTEXT = make_context(taskid=3, componentid="bolt",
-                            outputs={"default": ["word"], "other": ["word"]}, sources=SOURCE_FIELDS)
-SPOUT_CONTEXT = make_context(taskid=1, componentid="spout", outputs={"default": ["sentence"]},
-                             sources={})
+BOLT_CONTEXT = make_context(
+    taskid=3,
+    componentid="bolt",
+    outputs={"default": ["word"], "other": ["word"]},
+    sources=SOURCE_FIELDS,
+)
+SPOUT_CONTEXT = make_context(
+    taskid=1, componentid="spout", outputs={"default": ["sentence"]}, sources={}
+)
 
 
 def start(client: Client, argv, context: dict, conf: dict | None = None) -> ComponentPeer:
@@ -141,8 +169,11 @@ def until_ack(peer: ComponentPeer, tuple_id: str) -> list:
 
 def emits(messages: list) -> list[tuple]:
     """Emits as comparable tuples: (values, stream, anchors, task, need_task_ids, id)."""
-    return [(m.values, m.stream, tuple(m.anchors), m.task, m.need_task_ids, m.id)
-            for m in messages if isinstance(m, Emit)]
+    return [
+        (m.values, m.stream, tuple(m.anchors), m.task, m.need_task_ids, m.id)
+        for m in messages
+        if isinstance(m, Emit)
+    ]
 
 
 # ---- bolts --------------------------------------------------------------------------------------
@@ -158,8 +189,9 @@ def test_handshake_then_exit_when_stdin_closes(client, bolt):
 def test_emits_are_anchored_to_the_input_which_is_then_acked(client, bolt):
     send(bolt, "1001", "split", "the cow jumped über")
     out = until_ack(bolt, "1001")
-    assert emits(out) == [([w], "default", ("1001",), None, False, None)
-                          for w in ["the", "cow", "jumped", "über"]]
+    assert emits(out) == [
+        ([w], "default", ("1001",), None, False, None) for w in ["the", "cow", "jumped", "über"]
+    ]
     assert len(out) == 4
 
 
@@ -247,8 +279,11 @@ def test_error_is_reported_and_the_bolt_keeps_running(client, bolt):
 
 def test_metrics(client, bolt):
     send(bolt, "1015", "metrics")
-    assert until_ack(bolt, "1015") == [Metrics("calls", None), Metrics("calls", 2),
-                                       Metrics("state", {"phase": "x"})]
+    assert until_ack(bolt, "1015") == [
+        Metrics("calls", None),
+        Metrics("calls", 2),
+        Metrics("state", {"phase": "x"}),
+    ]
 
 
 # ---- spouts -------------------------------------------------------------------------------------
@@ -302,8 +337,9 @@ def run_until(sup: Supervisor, done, limit: float = 20.0) -> int:
 def acked_ids(ledger: Path) -> list[str]:
     if not ledger.exists():
         return []
-    return [line.split(" ", 1)[1] for line in ledger.read_text().splitlines()
-            if line.startswith("ack ")]
+    return [
+        line.split(" ", 1)[1] for line in ledger.read_text().splitlines() if line.startswith("ack ")
+    ]
 
 
 def lines(path: Path) -> list[str]:
@@ -312,11 +348,18 @@ def lines(path: Path) -> list[str]:
 
 def legacy_spout_topology(tmp_path: Path, activate: bool, n: int, config: dict | None = None):
     b = TopologyBuilder("compat", config={"host.shutdown.grace.secs": 1, **(config or {})})
-    b.spout("legacy", ["python", "legacy_activate_spout.py", str(tmp_path / "commands")],
-            outputs=["sentence"], activate=activate,
-            config={"test.messages": n, "test.ledger": str(tmp_path / "ledger")})
-    b.bolt("sink", ["python", str(HOST_COMPONENTS / "sink_bolt.py"), str(tmp_path / "sink")],
-           outputs=[]).shuffle("legacy")
+    b.spout(
+        "legacy",
+        ["python", "legacy_activate_spout.py", str(tmp_path / "commands")],
+        outputs=["sentence"],
+        activate=activate,
+        config={"test.messages": n, "test.ledger": str(tmp_path / "ledger")},
+    )
+    b.bolt(
+        "sink",
+        ["python", str(HOST_COMPONENTS / "sink_bolt.py"), str(tmp_path / "sink")],
+        outputs=[],
+    ).shuffle("legacy")
     return b.build(base_dir=CONFORMANCE)
 
 
@@ -334,20 +377,29 @@ def test_activate_off_runs_a_spout_that_never_answers_activate(tmp_path):
 def test_without_the_switch_that_spout_hangs_on_activate(tmp_path, caplog):
     # what the switch is for: Storm >= 1.1.0 sends activate, and this spout never syncs
     caplog.set_level(logging.ERROR)
-    sup = Supervisor(legacy_spout_topology(tmp_path, activate=True, n=5,
-                                           config={"topology.subprocess.timeout.secs": 1}))
+    sup = Supervisor(
+        legacy_spout_topology(
+            tmp_path, activate=True, n=5, config={"topology.subprocess.timeout.secs": 1}
+        )
+    )
     run_until(sup, lambda s: s["components"]["legacy"]["errors"] >= 1)
     assert acked_ids(tmp_path / "ledger") == []
-    assert any(r.getMessage().startswith("legacy[") and "hung" in r.getMessage()
-               for r in caplog.records)
+    assert any(
+        r.getMessage().startswith("legacy[") and "hung" in r.getMessage() for r in caplog.records
+    )
 
 
 def legacy_bolt_topology(tmp_path: Path, heartbeats: bool, n: int):
-    b = TopologyBuilder("compat", config={"host.shutdown.grace.secs": 1,
-                                          "host.restart.backoff.initial.secs": 5})
+    b = TopologyBuilder(
+        "compat", config={"host.shutdown.grace.secs": 1, "host.restart.backoff.initial.secs": 5}
+    )
     b.spout("spout", ["python", "spout.py"], outputs=["sentence"], config={"test.limit": n})
-    b.bolt("legacy", ["python", "legacy_heartbeat_bolt.py", str(tmp_path / "seen")], outputs=[],
-           heartbeats=heartbeats).shuffle("spout")
+    b.bolt(
+        "legacy",
+        ["python", "legacy_heartbeat_bolt.py", str(tmp_path / "seen")],
+        outputs=[],
+        heartbeats=heartbeats,
+    ).shuffle("spout")
     return b.build(base_dir=CONFORMANCE)
 
 
@@ -355,8 +407,13 @@ def test_heartbeats_off_spares_a_bolt_that_would_ack_them(tmp_path):
     n = 10
     sup = Supervisor(legacy_bolt_topology(tmp_path, heartbeats=False, n=n))
     # run past a heartbeat period (1 s) so that heartbeats would have been sent
-    assert run_until(sup, lambda s: s["topology"]["spout_tuples_acked"] >= n
-                     and s["topology"]["uptime_s"] > 1.5) == 0
+    assert (
+        run_until(
+            sup,
+            lambda s: s["topology"]["spout_tuples_acked"] >= n and s["topology"]["uptime_s"] > 1.5,
+        )
+        == 0
+    )
     assert lines(tmp_path / "seen") == ["default"] * n  # data only, never a heartbeat
     bolt = sup.snapshot()["components"]["legacy"]
     assert bolt["restarts"] == 0 and bolt["errors"] == 0 and bolt["acked"] == n
@@ -367,18 +424,27 @@ def test_without_the_switch_that_bolt_acks_a_heartbeat_and_is_faulted(tmp_path, 
     sup = Supervisor(legacy_bolt_topology(tmp_path, heartbeats=True, n=3))
     run_until(sup, lambda s: s["components"]["legacy"]["errors"] >= 1)
     assert "__heartbeat" in lines(tmp_path / "seen")
-    assert any(r.getMessage().startswith("legacy[") and "which is not pending" in r.getMessage()
-               for r in caplog.records)
+    assert any(
+        r.getMessage().startswith("legacy[") and "which is not pending" in r.getMessage()
+        for r in caplog.records
+    )
 
 
 def test_messages_before_the_pid_are_handled_after_the_handshake(tmp_path, caplog):
     n = 5
     caplog.set_level(logging.INFO)
     b = TopologyBuilder("early", config={"host.shutdown.grace.secs": 1})
-    b.spout("early", ["python", "early_spout.py"], outputs=["sentence"],
-            config={"test.messages": n, "test.ledger": str(tmp_path / "ledger")})
-    b.bolt("sink", ["python", str(HOST_COMPONENTS / "sink_bolt.py"), str(tmp_path / "sink")],
-           outputs=[]).shuffle("early")
+    b.spout(
+        "early",
+        ["python", "early_spout.py"],
+        outputs=["sentence"],
+        config={"test.messages": n, "test.ledger": str(tmp_path / "ledger")},
+    )
+    b.bolt(
+        "sink",
+        ["python", str(HOST_COMPONENTS / "sink_bolt.py"), str(tmp_path / "sink")],
+        outputs=[],
+    ).shuffle("early")
     sup = Supervisor(b.build(base_dir=CONFORMANCE))
     assert run_until(sup, lambda s: len(acked_ids(tmp_path / "ledger")) >= n) == 0
     arrived = [line for line in lines(tmp_path / "sink") if '"early"]' in line]
@@ -408,8 +474,7 @@ def test_metrics_rpc_updates_the_host_registry_without_registration(tmp_path):
     sup = Supervisor(b.build(base_dir=CONFORMANCE))
     assert run_until(sup, lambda s: s["topology"]["spout_tuples_acked"] >= n) == 0
     metrics = sup.snapshot()["components"]["measured"]["metrics"]
-    assert metrics == {"tuples": n, "weight": 2.5 * n, "last": f"s{n}",
-                       "shape": {"k": [1, None]}}
+    assert metrics == {"tuples": n, "weight": 2.5 * n, "last": f"s{n}", "shape": {"k": [1, None]}}
 
 
 # ---- msgpack through the host -------------------------------------------------------------------
@@ -419,20 +484,41 @@ def test_metrics_rpc_updates_the_host_registry_without_registration(tmp_path):
 
 def test_msgpack_pystorm_spout_and_streamparse_bolt_feed_a_json_bolt(tmp_path):
     n = 30
-    b = TopologyBuilder("mixed", config={"host.shutdown.grace.secs": 1,
-                                         "topology.max.spout.pending": 10})
-    b.spout("sentences", ["python", "ledger_spout.py", "msgpack"], outputs=["sentence"],
-            serializer="msgpack",
-            config={"test.messages": n, "test.ledger": str(tmp_path / "ledger")})
+    b = TopologyBuilder(
+        "mixed", config={"host.shutdown.grace.secs": 1, "topology.max.spout.pending": 10}
+    )
+    b.spout(
+        "sentences",
+        ["python", "ledger_spout.py", "msgpack"],
+        outputs=["sentence"],
+        serializer="msgpack",
+        config={"test.messages": n, "test.ledger": str(tmp_path / "ledger")},
+    )
     # as streamparse submits it: the launcher and ONE argument that it splits itself
-    b.bolt("split", ["streamparse_run", "-s msgpack split_bolt.SplitBolt"], outputs=["word"],
-           serializer="msgpack", config={"topology.tick.tuple.freq.secs": 1}
-           ).shuffle("sentences")
-    b.bolt("sink", ["python", str(HOST_COMPONENTS / "sink_bolt.py"), str(tmp_path / "sink")],
-           outputs=[], parallelism=2).fields("split", "word")
+    b.bolt(
+        "split",
+        ["streamparse_run", "-s msgpack split_bolt.SplitBolt"],
+        outputs=["word"],
+        serializer="msgpack",
+        config={"topology.tick.tuple.freq.secs": 1},
+    ).shuffle("sentences")
+    b.bolt(
+        "sink",
+        ["python", str(HOST_COMPONENTS / "sink_bolt.py"), str(tmp_path / "sink")],
+        outputs=[],
+        parallelism=2,
+    ).fields("split", "word")
     sup = Supervisor(b.build(base_dir=PYSTORM))
-    assert run_until(sup, lambda s: s["topology"]["spout_tuples_acked"] >= n
-                     and s["components"]["split"].get("metrics", {}).get("ticks")) == 0
+    assert (
+        run_until(
+            sup,
+            lambda s: (
+                s["topology"]["spout_tuples_acked"] >= n
+                and s["components"]["split"].get("metrics", {}).get("ticks")
+            ),
+        )
+        == 0
+    )
     # integer message ids came back as integers, each acked once
     assert sorted(acked_ids(tmp_path / "ledger"), key=int) == [str(i) for i in range(n)]
     words = [line for line in lines(tmp_path / "sink") if '"values"' in line]

@@ -47,15 +47,15 @@ class Sentences(Spout):
 
 
 Sentences().run()
-''' % (SENTENCES,)
+''' % (SENTENCES,)  # noqa: UP031 (the script's own braces stay as they are)
 
-SPLIT = '''\
+SPLIT = """\
 #!/usr/bin/env bash
 source "$MULTILANG_SH"
 split() { emit_each $1; }
 set -f
 run_bolt split
-'''
+"""
 
 SINK = '''\
 """Writes every [word, count] it gets as a JSON line to the file in its conf."""
@@ -85,7 +85,8 @@ def mixed_topology(tmp_path: Path, n: int) -> Path:
     (resources / "split.sh").write_text(SPLIT)
     (resources / "sink.py").write_text(SINK)
     flux = tmp_path / "topology.yaml"
-    flux.write_text(textwrap.dedent(f"""\
+    flux.write_text(
+        textwrap.dedent(f"""\
         name: flux-mixed
         config:
           topology.max.spout.pending: 20
@@ -97,7 +98,7 @@ def mixed_topology(tmp_path: Path, n: int) -> Path:
             constructorArgs: [[python, sentences.py], [sentence]]
             configMethods:
               - {{name: addComponentConfig, args: [test.messages, {n}]}}
-              - {{name: addComponentConfig, args: [test.ledger, "{tmp_path / 'ledger'}"]}}
+              - {{name: addComponentConfig, args: [test.ledger, "{tmp_path / "ledger"}"]}}
           - id: words
             className: org.apache.storm.testing.TestWordSpout
         bolts:
@@ -116,14 +117,15 @@ def mixed_topology(tmp_path: Path, n: int) -> Path:
             className: org.apache.storm.flux.wrappers.bolts.FluxShellBolt
             constructorArgs: [[python, sink.py]]
             configMethods:
-              - {{name: addComponentConfig, args: [test.sink, "{tmp_path / 'sink.jsonl'}"]}}
+              - {{name: addComponentConfig, args: [test.sink, "{tmp_path / "sink.jsonl"}"]}}
         streams:
           - {{from: sentences, to: split, grouping: {{type: SHUFFLE}}}}
           - {{from: split, to: count, grouping: {{type: FIELDS, args: [word]}}}}
           - {{from: words, to: count, grouping: {{type: FIELDS, args: [word]}}}}
           - {{from: count, to: log, grouping: {{type: SHUFFLE}}}}
           - {{from: count, to: sink, grouping: {{type: GLOBAL}}}}
-        """))
+        """)
+    )
     return flux
 
 
@@ -185,22 +187,31 @@ def test_shell_components_and_builtins_exchange_and_ack_tuples(tmp_path, caplog)
     assert {w: c for w, c in finals.items() if w not in TEST_WORDS} == dict(expected)
     assert set(finals) - set(expected) <= TEST_WORDS
     # LogInfoBolt logged tuples from count at INFO
-    logged = [r.getMessage() for r in caplog.records
-              if r.levelno == logging.INFO and r.getMessage().startswith("log[")]
+    logged = [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno == logging.INFO and r.getMessage().startswith("log[")
+    ]
     assert any("source: count:" in m and "stream: default" in m for m in logged)
 
 
 def test_the_storm_flux_example_runs(caplog):
     """examples/storm-flux: Node spout, Python split bolt, TestWordCounter, LogInfoBolt."""
     topology = load(EXAMPLE)
-    assert [c.id for c in topology.components] == ["sentence-spout", "splitsentence", "count",
-                                                   "log"]
+    assert [c.id for c in topology.components] == [
+        "sentence-spout",
+        "splitsentence",
+        "count",
+        "log",
+    ]
     caplog.set_level(logging.INFO)
     sup = Supervisor(topology)
 
     def done(snap: dict) -> bool:
-        return (snap["topology"]["spout_tuples_acked"] >= 50
-                and snap["components"]["log"]["acked"] >= 50)
+        return (
+            snap["topology"]["spout_tuples_acked"] >= 50
+            and snap["components"]["log"]["acked"] >= 50
+        )
 
     assert run_until(sup, done) == 0
     snap = sup.snapshot()
@@ -213,6 +224,7 @@ def test_the_storm_flux_example_runs(caplog):
 
 # ---- each built-in over its real pipes ----------------------------------------------------------
 
+
 def builtin_peer(class_name: str, tmp_path: Path) -> ComponentPeer:
     """The built-in launched as the supervisor launches it: its command, the topology's
     directory (here an empty one) as cwd."""
@@ -222,8 +234,9 @@ def builtin_peer(class_name: str, tmp_path: Path) -> ComponentPeer:
 def test_log_info_bolt_logs_each_tuple_at_info_and_acks_it(tmp_path):
     peer = builtin_peer(LOG_INFO_BOLT, tmp_path)
     try:
-        peer.handshake(context=make_context(outputs={}, sources={"count": {"default":
-                                                                           ["word", "count"]}}))
+        peer.handshake(
+            context=make_context(outputs={}, sources={"count": {"default": ["word", "count"]}})
+        )
         peer.tuple("t1", ["mike", 3], comp="count", task=5)
         log, ack = peer.read(), peer.read()
         assert log == Log("source: count:5, stream: default, id: t1, ['mike', 3]", INFO)
@@ -241,9 +254,14 @@ def test_test_word_counter_counts_and_emits_anchored(tmp_path):
         for i, word in enumerate(["golda", "mike", "golda"]):
             peer.tuple(f"t{i}", [word, "extra fields are ignored"])
         got = [peer.read() for _ in range(6)]
-        assert got == [Emit(["golda", 1], anchors=["t0"], need_task_ids=False), Ack("t0"),
-                       Emit(["mike", 1], anchors=["t1"], need_task_ids=False), Ack("t1"),
-                       Emit(["golda", 2], anchors=["t2"], need_task_ids=False), Ack("t2")]
+        assert got == [
+            Emit(["golda", 1], anchors=["t0"], need_task_ids=False),
+            Ack("t0"),
+            Emit(["mike", 1], anchors=["t1"], need_task_ids=False),
+            Ack("t1"),
+            Emit(["golda", 2], anchors=["t2"], need_task_ids=False),
+            Ack("t2"),
+        ]
         peer.tuple("bad", [42])  # Storm's casts to String and dies; ours fails the tuple
         error, fail = peer.read(), peer.read()
         assert isinstance(error, Error) and "counts strings" in error.msg

@@ -97,8 +97,9 @@ def word_counts(sentences: list[str]) -> Counter:
 
 
 def test_run_component_bash_split_bolt():
-    result = run_component(["bash", "split.sh"], [["the cow jumped"], ["over the moon"]],
-                           cwd=WORDCOUNT_DIR)
+    result = run_component(
+        ["bash", "split.sh"], [["the cow jumped"], ["over the moon"]], cwd=WORDCOUNT_DIR
+    )
     assert result.ok, result.transcript_text
     assert result.values() == [["the"], ["cow"], ["jumped"], ["over"], ["the"], ["moon"]]
     assert result.acked == ["1", "2"] and result.failed == [] and result.pending == []
@@ -106,10 +107,12 @@ def test_run_component_bash_split_bolt():
     assert not any(e.need_task_ids for e in result.emits)
     lines = result.transcript
     assert lines[0].startswith('-> {"pidDir":') and lines[1].startswith('<- {"pid":')
-    tuple_line = lines.index('-> {"comp":"spout","stream":"default","task":1,'
-                             '"tuple":["the cow jumped"],"id":"1"}')
-    assert lines[tuple_line + 1] == ('<- {"command":"emit","tuple":["the"],"anchors":["1"],'
-                                     '"need_task_ids":false}')
+    tuple_line = lines.index(
+        '-> {"comp":"spout","stream":"default","task":1,"tuple":["the cow jumped"],"id":"1"}'
+    )
+    assert lines[tuple_line + 1] == (
+        '<- {"command":"emit","tuple":["the"],"anchors":["1"],"need_task_ids":false}'
+    )
     assert '<- {"command":"ack","id":"2"}' in lines
     assert lines[-1] == "   exit code: 0"
 
@@ -123,10 +126,11 @@ def test_run_component_node_count_bolt():
 
 def test_run_component_python_bolt_streams_task_ids_ticks_heartbeats_and_errors():
     context = {
-        "taskid": 3, "componentid": "words",
-        "task->component": {"1": "spout", "2": "__acker", "3": "words", "4": "sink",
-                            "5": "sink"},
-        "streams": ["words"], "stream->outputfields": {"words": ["word"]},
+        "taskid": 3,
+        "componentid": "words",
+        "task->component": {"1": "spout", "2": "__acker", "3": "words", "4": "sink", "5": "sink"},
+        "streams": ["words"],
+        "stream->outputfields": {"words": ["word"]},
         "stream->target->grouping": {"words": {"sink": {"type": "SHUFFLE"}}},
         "source->stream->grouping": {"spout": {"default": {"type": "SHUFFLE"}}},
         "source->stream->fields": {"spout": {"default": ["sentence"]}},
@@ -134,7 +138,8 @@ def test_run_component_python_bolt_streams_task_ids_ticks_heartbeats_and_errors(
     result = run_component(
         ["python", "-c", PY_BOLT],
         [["a b"], heartbeat(), tick(5), {"values": ["boom"], "id": "x9"}, ["c"]],
-        context=context)
+        context=context,
+    )
     assert result.exit_code == 0 and result.protocol_error is None and not result.timed_out
     assert result.values("words") == [["a"], ["b"], ["c"]]
     assert all(e.need_task_ids and e.anchors for e in result.emits)
@@ -144,9 +149,10 @@ def test_run_component_python_bolt_streams_task_ids_ticks_heartbeats_and_errors(
     assert len(result.errors) == 1 and "boom is not a sentence" in result.errors[0]
     assert Log("got 'a b'", 2) in result.logs and Log("tick 5", 2) in result.logs
     assert result.problems == []
-    assert '-> [4,5]' in result.transcript
-    hb = result.transcript.index('-> {"id":"__heartbeat-2","comp":null,"stream":"__heartbeat",'
-                                 '"task":-1,"tuple":[]}')
+    assert "-> [4,5]" in result.transcript
+    hb = result.transcript.index(
+        '-> {"id":"__heartbeat-2","comp":null,"stream":"__heartbeat","task":-1,"tuple":[]}'
+    )
     assert result.transcript[hb + 1] == '<- {"command":"sync"}'
 
 
@@ -159,13 +165,22 @@ def test_run_component_spout_is_asked_for_next_and_acked():
             return "fail"
         return "ack"
 
-    result = run_component(["python", "sentences.py", "--limit", "3"], kind="spout", nexts=5,
-                           respond=respond, cwd=WORDCOUNT_DIR)
+    result = run_component(
+        ["python", "sentences.py", "--limit", "3"],
+        kind="spout",
+        nexts=5,
+        respond=respond,
+        cwd=WORDCOUNT_DIR,
+    )
     assert result.ok, result.transcript_text
     # 1 failed, so the spout replays it (same id) before emitting 2; the fifth next finds
     # nothing left to emit
     assert [(e.values, e.id) for e in result.emits] == [
-        ([SENTENCES[0]], 0), ([SENTENCES[1]], 1), ([SENTENCES[1]], 1), ([SENTENCES[2]], 2)]
+        ([SENTENCES[0]], 0),
+        ([SENTENCES[1]], 1),
+        ([SENTENCES[1]], 1),
+        ([SENTENCES[2]], 2),
+    ]
     assert result.acked == [0, 1, 2] and result.failed == [1]
     commands = [line for line in result.transcript if line.startswith('-> {"command"')]
     assert commands[0] == '-> {"command":"activate","id":""}'
@@ -194,7 +209,8 @@ def test_wordcount_example_with_fixed_inputs_counts_exactly():
     assert Counter(w for [w] in result.values("split")) == expected
     # the count bolt emitted (word, 1), (word, 2), ... (word, n) exactly once for every word
     assert Counter(map(tuple, result.values("count"))) == Counter(
-        (w, k) for w, n in expected.items() for k in range(1, n + 1))
+        (w, k) for w, n in expected.items() for k in range(1, n + 1)
+    )
     assert set(result.restarts.values()) == {0}
     snap = result.snapshot
     assert snap["topology"]["spout_tuples_acked"] == len(sentences)
@@ -215,17 +231,28 @@ def test_inputs_for_a_bolt_replace_it_and_silence_the_spout_that_fed_it():
             by_task.setdefault(e.task, []).append(e.msg_id)
     assert sorted(by_task.values()) == [[0, 2, 4], [1, 3]]
     assert Counter(map(tuple, result.values("count"))) == Counter(
-        [("the", 1), ("the", 2), ("the", 3), ("cow", 1), ("moon", 1)])
+        [("the", 1), ("the", 2), ("the", 3), ("cow", 1), ("moon", 1)]
+    )
     assert sorted(result.acked["split"]) == list(range(len(words)))
 
 
 def test_fixed_inputs_are_shared_between_spout_tasks_and_named_streams_kept(tmp_path):
     b = TopologyBuilder("t")
-    b.spout("src", ["python", "-c", "raise SystemExit(3)"], parallelism=2,
-            outputs={"default": ["n"], "other": ["n", "m"]})
-    b.bolt("sink", ["python", str(ROOT / "tests/integration/components/host/sink_bolt.py"),
-                    str(tmp_path / "sink.jsonl")], outputs=[]).shuffle("src").shuffle(
-        "src", stream="other")
+    b.spout(
+        "src",
+        ["python", "-c", "raise SystemExit(3)"],
+        parallelism=2,
+        outputs={"default": ["n"], "other": ["n", "m"]},
+    )
+    b.bolt(
+        "sink",
+        [
+            "python",
+            str(ROOT / "tests/integration/components/host/sink_bolt.py"),
+            str(tmp_path / "sink.jsonl"),
+        ],
+        outputs=[],
+    ).shuffle("src").shuffle("src", stream="other")
     inputs = [[i] for i in range(10)] + [{"values": [1, 2], "stream": "other"}]
     result = run_topology(b.build(base_dir=tmp_path), inputs={"src": inputs})
     assert result.stopped_because == "quiescent", result.report()
@@ -236,15 +263,19 @@ def test_fixed_inputs_are_shared_between_spout_tasks_and_named_streams_kept(tmp_
     assert result.values("src", "other") == [[1, 2]]
     arrived = [json.loads(x) for x in (tmp_path / "sink.jsonl").read_text().splitlines()]
     assert sorted((a["comp"], a["stream"], tuple(a["values"])) for a in arrived) == sorted(
-        [("src", "default", (i,)) for i in range(10)] + [("src", "other", (1, 2))])
+        [("src", "default", (i,)) for i in range(10)] + [("src", "other", (1, 2))]
+    )
 
 
-@pytest.mark.parametrize("inputs,message", [
-    ({"nope": [["x"]]}, "not a component"),
-    ({"sentences": [["a", "b"]]}, "2 values for stream 'default'"),
-    ({"sentences": [{"values": ["a"], "stream": "x"}]}, "does not declare stream 'x'"),
-    ({"sentences": [[object()]]}, "JSON values"),
-])
+@pytest.mark.parametrize(
+    "inputs,message",
+    [
+        ({"nope": [["x"]]}, "not a component"),
+        ({"sentences": [["a", "b"]]}, "2 values for stream 'default'"),
+        ({"sentences": [{"values": ["a"], "stream": "x"}]}, "does not declare stream 'x'"),
+        ({"sentences": [[object()]]}, "JSON values"),
+    ],
+)
 def test_bad_inputs_are_one_clear_error_before_anything_starts(inputs, message):
     with pytest.raises((ValueError, TypeError), match=message):
         run_topology(WORDCOUNT, inputs=inputs)
@@ -255,8 +286,9 @@ ENDLESS = {"topology.max.spout.pending": 10}
 
 
 def test_until_stops_an_endless_spout():
-    result = run_topology(WORDCOUNT, until=lambda r: len(r.acked.get("sentences", [])) >= 50,
-                          config=ENDLESS)
+    result = run_topology(
+        WORDCOUNT, until=lambda r: len(r.acked.get("sentences", [])) >= 50, config=ENDLESS
+    )
     assert result.stopped_because == "until" and len(result.acked["sentences"]) >= 50
     assert not result.quiescent and result.exit_code == 0
 
@@ -278,8 +310,12 @@ def never_ack_topology():
 
 def test_fake_clock_times_a_tuple_out_after_the_message_timeout():
     clock = FakeClock()
-    result = run_topology(never_ack_topology(), inputs={"spout": [["x"]]}, clock=clock,
-                          until=lambda r: r.failed.get("spout"))
+    result = run_topology(
+        never_ack_topology(),
+        inputs={"spout": [["x"]]},
+        clock=clock,
+        until=lambda r: r.failed.get("spout"),
+    )
     assert result.stopped_because == "until", result.report()
     assert result.failed == {"spout": [0]} and result.timed_out == {"spout": [0]}
     assert result.acked == {}
@@ -293,10 +329,15 @@ def test_fake_clock_times_a_tuple_out_after_the_message_timeout():
 def test_fake_clock_ticks_arrive_every_five_fake_seconds():
     b = TopologyBuilder("ticks")
     b.spout("spout", ["python", "-c", "raise SystemExit(3)"], outputs=["x"])
-    b.bolt("ticker", ["python", "-c", TICK_LOG_BOLT], outputs=[],
-           config={"topology.tick.tuple.freq.secs": 5}).shuffle("spout")
-    result = run_topology(b.build(), inputs={"spout": []}, clock=FakeClock(),
-                          until=lambda r: r.uptime >= 21)
+    b.bolt(
+        "ticker",
+        ["python", "-c", TICK_LOG_BOLT],
+        outputs=[],
+        config={"topology.tick.tuple.freq.secs": 5},
+    ).shuffle("spout")
+    result = run_topology(
+        b.build(), inputs={"spout": []}, clock=FakeClock(), until=lambda r: r.uptime >= 21
+    )
     ticks = [line for line in result.logs if line.component == "ticker"]
     assert [line.text for line in ticks] == ["tick 5"] * 4
     times = [line.at for line in ticks]
@@ -307,16 +348,21 @@ def test_fake_clock_heartbeats_come_every_fake_second():
     b = TopologyBuilder("hb")
     b.spout("spout", ["python", "-c", "raise SystemExit(3)"], outputs=["x"])
     b.bolt("bare", ["python", "-c", HEARTBEAT_COUNTING_BOLT], outputs=[]).shuffle("spout")
-    result = run_topology(b.build(), inputs={"spout": [["a"], ["b"]]}, clock=FakeClock(),
-                          until=lambda r: r.uptime >= 60)
+    result = run_topology(
+        b.build(),
+        inputs={"spout": [["a"], ["b"]]},
+        clock=FakeClock(),
+        until=lambda r: r.uptime >= 60,
+    )
     assert result.acked == {"spout": [0, 1]}
     heartbeats = result.snapshot["components"]["bare"]["metrics"]["heartbeats"]
     assert 58 <= heartbeats <= 61
 
 
 def test_fake_clock_still_declares_a_hung_bolt_hung():
-    b = TopologyBuilder("hang", config={"topology.subprocess.timeout.secs": 3,
-                                        "host.restart.max": 0})
+    b = TopologyBuilder(
+        "hang", config={"topology.subprocess.timeout.secs": 3, "host.restart.max": 0}
+    )
     b.spout("spout", ["python", "-c", "raise SystemExit(3)"], outputs=["x"])
     b.bolt("hang", ["python", "-c", HANG_ON_TUPLE_BOLT], outputs=[]).shuffle("spout")
     result = run_topology(b.build(), inputs={"spout": [["x"]]}, clock=FakeClock())
@@ -340,40 +386,70 @@ def test_fake_clock_moves_only_when_told():
 
 def test_fixtures_make_both_one_liners(run_component, run_topology, fake_clock):
     assert run_component(["bash", "split.sh"], [["a b"]], cwd=WORDCOUNT_DIR).values() == [
-        ["a"], ["b"]]
+        ["a"],
+        ["b"],
+    ]
     result = run_topology(WORDCOUNT, inputs={"sentences": [["a b a"]]})
     assert sorted(map(tuple, result.values("count"))) == [("a", 1), ("a", 2), ("b", 1)]
     assert isinstance(fake_clock, FakeClock)
 
 
 def test_plugin_loads_in_a_users_suite_and_reports_the_transcript(tmp_path):
-    (tmp_path / "test_user.py").write_text(textwrap.dedent(f"""
+    (tmp_path / "test_user.py").write_text(
+        textwrap.dedent(f"""
         def test_split(run_component):
             result = run_component(["bash", "split.sh"], [["x y"]], cwd={str(WORDCOUNT_DIR)!r})
             assert result.values() == [["nope"]]
-    """))
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "-p", "no:hypothesispytest",
-                           str(tmp_path / "test_user.py")], capture_output=True, text=True,
-                          cwd=tmp_path, timeout=120, check=False)
+    """)
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:hypothesispytest",
+            str(tmp_path / "test_user.py"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "run_component #1: bash split.sh" in done.stdout
     assert '<- {"command":"emit","tuple":["x"],"anchors":["1"],"need_task_ids":false}' in (
-        done.stdout)
+        done.stdout
+    )
 
 
 # ---- python -m host test-component --------------------------------------------------------------
 
 
 def host(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "host", *args], input=stdin,
-                          capture_output=True, text=True, cwd=WORDCOUNT_DIR, timeout=60,
-                          check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "host", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=WORDCOUNT_DIR,
+        timeout=60,
+        check=False,
+    )
 
 
 def test_cli_prints_the_transcript_of_a_bolt():
-    done = host("test-component", "--", "bash", "split.sh",
-                stdin='["the cow"]\n\n{"values": ["jumped"], "id": "7"}\n')
+    done = host(
+        "test-component",
+        "--",
+        "bash",
+        "split.sh",
+        stdin='["the cow"]\n\n{"values": ["jumped"], "id": "7"}\n',
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith('-> {"pidDir":') and lines[1].startswith('<- {"pid":')
@@ -391,8 +467,19 @@ def test_cli_prints_the_transcript_of_a_bolt():
 
 
 def test_cli_drives_a_spout_and_takes_conf():
-    done = host("test-component", "--spout", "--nexts", "2", "--respond", "fail",
-                "--conf", '{"wordcount.sentences.limit": 1}', "--", "python", "sentences.py")
+    done = host(
+        "test-component",
+        "--spout",
+        "--nexts",
+        "2",
+        "--respond",
+        "fail",
+        "--conf",
+        '{"wordcount.sentences.limit": 1}',
+        "--",
+        "python",
+        "sentences.py",
+    )
     assert done.returncode == 0, done.stderr
     assert '"wordcount.sentences.limit":1' in done.stdout.splitlines()[0]
     emits = [line for line in done.stdout.splitlines() if '"command":"emit"' in line]
@@ -400,12 +487,15 @@ def test_cli_drives_a_spout_and_takes_conf():
     assert '-> {"command":"fail","id":0}' in done.stdout
 
 
-@pytest.mark.parametrize("args,stdin,message", [
-    (("--", "bash", "split.sh"), "not json\n", "stdin line 1: not JSON"),
-    (("--", "bash", "split.sh"), '"a string"\n', "stdin line 1: expected an array"),
-    (("--conf", "[1]", "--", "bash", "split.sh"), "", "--conf: expected a JSON object"),
-    (("--", "no-such-program-here"), '["x"]\n', "error: cannot start"),
-])
+@pytest.mark.parametrize(
+    "args,stdin,message",
+    [
+        (("--", "bash", "split.sh"), "not json\n", "stdin line 1: not JSON"),
+        (("--", "bash", "split.sh"), '"a string"\n', "stdin line 1: expected an array"),
+        (("--conf", "[1]", "--", "bash", "split.sh"), "", "--conf: expected a JSON object"),
+        (("--", "no-such-program-here"), '["x"]\n', "error: cannot start"),
+    ],
+)
 def test_cli_user_errors_are_one_line_and_exit_2(args, stdin, message):
     done = host("test-component", *args, stdin=stdin)
     assert done.returncode == 2 and message in done.stderr
@@ -413,7 +503,12 @@ def test_cli_user_errors_are_one_line_and_exit_2(args, stdin, message):
 
 
 def test_cli_exits_1_when_the_component_breaks_the_protocol():
-    done = host("test-component", "--", "python", "-c",
-                "import sys; sys.stdin.readline(); print('garbage'); print('end')")
+    done = host(
+        "test-component",
+        "--",
+        "python",
+        "-c",
+        "import sys; sys.stdin.readline(); print('garbage'); print('end')",
+    )
     assert done.returncode == 1
     assert "protocol error" in done.stdout or "no pid reply" in done.stdout

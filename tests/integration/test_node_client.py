@@ -27,8 +27,12 @@ def start():
     """start(script, conf=None, context=None) -> a ComponentPeer past the handshake."""
     peers: list[ComponentPeer] = []
 
-    def _start(script: str | Path, conf: dict | None = None, context: dict | None = None,
-               handshake: bool = True) -> ComponentPeer:
+    def _start(
+        script: str | Path,
+        conf: dict | None = None,
+        context: dict | None = None,
+        handshake: bool = True,
+    ) -> ComponentPeer:
         peer = ComponentPeer(["node", str(COMPONENTS / script)])
         peers.append(peer)
         if handshake:
@@ -64,7 +68,11 @@ def test_handshake_writes_pid_file_then_calls_initialize(start):
 def test_initialize_failure_is_reported_then_exits_1(start):
     peer = start("basic_bolt.js", {"test.init-fail": True})
     error = peer.read()
-    assert isinstance(error, Error) and "initialize failed" in error.msg and "cannot start" in error.msg
+    assert (
+        isinstance(error, Error)
+        and "initialize failed" in error.msg
+        and "cannot start" in error.msg
+    )
     assert peer.proc.wait(5) == 1
 
 
@@ -129,7 +137,9 @@ def test_heartbeat_is_answered_with_sync_and_never_processed(start):
     peer = start("basic_bolt.js")
     peer.heartbeat("hb-1")
     assert peer.read() == Sync()
-    peer.tuple("1", ["emit", "next"])  # had process seen the heartbeat, an error/fail would be first
+    peer.tuple(
+        "1", ["emit", "next"]
+    )  # had process seen the heartbeat, an error/fail would be first
     emitted(peer.read(), ["next"], anchors=["1"])
 
 
@@ -186,8 +196,15 @@ def test_log_levels(start):
     peer = start("basic_bolt.js")
     peer.tuple("1", ["log"])
     logs = peer.read_until(Ack)
-    assert logs == [Log("t", 0), Log("d", 1), Log("i", 2), Log("w", 3), Log("e", 4),
-                    Log("default", 2), Ack("1")]
+    assert logs == [
+        Log("t", 0),
+        Log("d", 1),
+        Log("i", 2),
+        Log("w", 3),
+        Log("e", 4),
+        Log("default", 2),
+        Ack("1"),
+    ]
 
 
 def test_metrics_and_error_reports(start):
@@ -258,8 +275,9 @@ def test_manual_bolt_acks_and_fails_by_hand(start):
 
 def test_spec_key_that_hides_a_library_method_is_refused():
     code = "const {BasicBolt} = require('multilang'); new BasicBolt({process() {}, log() {}});"
-    result = subprocess.run(["node", "-e", code], env=client_environment(), capture_output=True,
-                            timeout=10)
+    result = subprocess.run(
+        ["node", "-e", code], env=client_environment(), capture_output=True, timeout=10
+    )
     assert result.returncode != 0
     assert b'"log" in the spec would hide' in result.stderr
     assert result.stdout == b""
@@ -369,8 +387,13 @@ def test_exit_0_on_eof_before_the_handshake(start):
 def test_wordcount_count_js_counts_across_tuples():
     peer = ComponentPeer(["node", str(COUNT_JS)], cwd=str(COUNT_JS.parent))
     try:
-        peer.handshake(context=make_context(componentid="count", outputs={"default": ["word", "count"]},
-                                            sources={"split": {"default": ["word"]}}))
+        peer.handshake(
+            context=make_context(
+                componentid="count",
+                outputs={"default": ["word", "count"]},
+                sources={"split": {"default": ["word"]}},
+            )
+        )
         words = ["the", "cow", "the", "moon", "the", "cow"]
         for i, word in enumerate(words):
             peer.tuple(str(100 + i), [word], comp="split", task=4)

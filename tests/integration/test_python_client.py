@@ -172,8 +172,11 @@ def test_direct_emit_never_waits_for_task_ids(bolt):
     bolt.tuple("t1", ["direct", 12])
     bolt.tuple("t2", ["direct_ids", 13])
     assert [bolt.read() for _ in range(5)] == [
-        emit(["direct"], ["t1"], task=12), Ack("t1"),
-        emit(["direct"], ["t2"], task=13), emit(["got", [13]], ["t2"]), Ack("t2"),
+        emit(["direct"], ["t1"], task=12),
+        Ack("t1"),
+        emit(["direct"], ["t2"], task=13),
+        emit(["got", [13]], ["t2"]),
+        Ack("t2"),
     ]
 
 
@@ -194,10 +197,13 @@ def test_task_ids_when_asked_and_stashing_of_what_arrives_meanwhile(bolt):
     assert bolt.quiet(0.2) == []
     bolt.task_ids([4, 6])
     assert [bolt.read() for _ in range(7)] == [
-        emit(["got", [4, 6]], ["t1"]), Ack("t1"),
+        emit(["got", [4, 6]], ["t1"]),
+        Ack("t1"),
         Sync(),
-        emit(["second"], ["t2"]), Ack("t2"),
-        emit(["tick", 3]), Ack("k"),
+        emit(["second"], ["t2"]),
+        Ack("t2"),
+        emit(["tick", 3]),
+        Ack("k"),
     ]
 
 
@@ -207,10 +213,16 @@ def test_task_ids_reply_in_the_same_write_as_other_messages(bolt):
     # the reply and the next tuple in one chunk, as a busy host writes them
     from multilang.codec import encode
     from multilang.messages import TaskIds, TupleMessage
-    bolt.send_raw(encode(TupleMessage("t2", "spout", "default", 1, ["echo", 2]))
-                  + encode(TaskIds([9])))
+
+    bolt.send_raw(
+        encode(TupleMessage("t2", "spout", "default", 1, ["echo", 2])) + encode(TaskIds([9]))
+    )
     assert [bolt.read() for _ in range(4)] == [
-        emit(["got", [9]], ["t1"]), Ack("t1"), emit([2], ["t2"]), Ack("t2")]
+        emit(["got", [9]], ["t1"]),
+        Ack("t1"),
+        emit([2], ["t2"]),
+        Ack("t2"),
+    ]
 
 
 def test_eof_while_waiting_for_task_ids_exits_0(bolt):
@@ -226,8 +238,12 @@ def test_manual_ack_by_tuple_and_by_id_and_unanchored_emits(manual):
     manual.tuple("t1", ["ack"])
     manual.tuple("t2", ["ack_id"])
     manual.tuple("t3", ["fail"])
-    assert [manual.read() for _ in range(4)] == [emit(["unanchored"]), Ack("t1"), Ack("t2"),
-                                                 Fail("t3")]
+    assert [manual.read() for _ in range(4)] == [
+        emit(["unanchored"]),
+        Ack("t1"),
+        Ack("t2"),
+        Fail("t3"),
+    ]
 
 
 def test_manual_bolt_can_hold_tuples_and_settle_them_later(manual):
@@ -235,8 +251,10 @@ def test_manual_bolt_can_hold_tuples_and_settle_them_later(manual):
     manual.tuple("h2", ["hold"])
     manual.tuple("r", ["release"])
     assert [manual.read() for _ in range(5)] == [
-        emit(["released", "h1"], ["h1"]), Ack("h1"),
-        emit(["released", "h2"], ["h2"]), Ack("h2"),
+        emit(["released", "h1"], ["h1"]),
+        Ack("h1"),
+        emit(["released", "h2"], ["h2"]),
+        Ack("h2"),
         Ack("r"),
     ]
 
@@ -260,16 +278,24 @@ def test_manual_bolt_exception_fails_only_unsettled_tuples(manual):
 def test_log_levels_error_and_metrics(bolt):
     bolt.tuple("t1", ["log"])
     assert [bolt.read() for _ in range(9)] == [
-        Log("level 0", 0), Log("level 1", 1), Log("level 2", 2), Log("level 3", 3),
-        Log("level 4", 4), Log("default level", 2), Error("an error report"),
-        Metrics("my-metric", {"n": 3}), Ack("t1"),
+        Log("level 0", 0),
+        Log("level 1", 1),
+        Log("level 2", 2),
+        Log("level 3", 3),
+        Log("level 4", 4),
+        Log("default level", 2),
+        Error("an error report"),
+        Metrics("my-metric", {"n": 3}),
+        Ack("t1"),
     ]
 
 
 def test_print_becomes_a_log_message(bolt):
     bolt.tuple("t1", ["print"])
     assert [bolt.read() for _ in range(4)] == [
-        Log("hello world", 2), emit(["after print"], ["t1"]), Ack("t1"),
+        Log("hello world", 2),
+        emit(["after print"], ["t1"]),
+        Ack("t1"),
         Log("no newline", 2),  # a partial line is flushed with the batch
     ]
 
@@ -285,9 +311,11 @@ def test_writes_to_fd_1_and_child_processes_go_to_stderr(bolt):
 
 
 def spout(mode: str, **conf) -> ComponentPeer:
-    return start(COMPONENTS / "spout.py", conf={"test.spout.mode": mode, **conf},
-                 context=make_context(componentid="spout", outputs={"default": ["w", "n"]},
-                                      sources={}))
+    return start(
+        COMPONENTS / "spout.py",
+        conf={"test.spout.mode": mode, **conf},
+        context=make_context(componentid="spout", outputs={"default": ["w", "n"]}, sources={}),
+    )
 
 
 def test_spout_commands_each_end_with_sync():
@@ -327,7 +355,11 @@ def test_spout_batch_of_emits_in_one_next():
     try:
         peer.command("next")
         assert [peer.read() for _ in range(4)] == [
-            emit(["tuple", 1], id=1), emit(["tuple", 2], id=2), emit(["tuple", 3], id=3), Sync()]
+            emit(["tuple", 1], id=1),
+            emit(["tuple", 2], id=2),
+            emit(["tuple", 3], id=3),
+            Sync(),
+        ]
     finally:
         peer.close()
 
@@ -348,7 +380,9 @@ def test_spout_direct_emit_on_a_named_stream():
     try:
         peer.command("next")
         assert [peer.read(), peer.read()] == [
-            emit(["direct", 1], stream="ctl", task=4, id=1), Sync()]
+            emit(["direct", 1], stream="ctl", task=4, id=1),
+            Sync(),
+        ]
     finally:
         peer.close()
 
@@ -371,8 +405,11 @@ def test_spout_emit_in_initialize_comes_before_the_first_sync():
     peer = spout("plain", **{"test.spout.init_emit": True})
     try:
         peer.command("activate")
-        assert [peer.read() for _ in range(3)] == [emit(["initializing"]), Log("activated", 2),
-                                                   Sync()]
+        assert [peer.read() for _ in range(3)] == [
+            emit(["initializing"]),
+            Log("activated", 2),
+            Sync(),
+        ]
     finally:
         peer.close()
 
@@ -400,10 +437,13 @@ def test_unknown_host_messages_are_logged_and_skipped(bolt):
 
 
 def test_sentences_replays_a_failed_id_before_new_ones_and_stops_at_the_limit():
-    peer = start(WORDCOUNT / "sentences.py",
-                 conf={"wordcount.sentences.limit": 3},
-                 context=make_context(componentid="sentences", outputs={"default": ["sentence"]},
-                                      sources={}))
+    peer = start(
+        WORDCOUNT / "sentences.py",
+        conf={"wordcount.sentences.limit": 3},
+        context=make_context(
+            componentid="sentences", outputs={"default": ["sentence"]}, sources={}
+        ),
+    )
     try:
         sent = {}
         for _ in range(2):
@@ -426,17 +466,24 @@ def test_sentences_replays_a_failed_id_before_new_ones_and_stops_at_the_limit():
         for msg_id in (1, 0, 2):
             peer.command("ack", msg_id)
         assert [peer.read() for _ in range(4)] == [
-            Sync(), Sync(), Log("all 3 sentences acked (1 replays)", 2), Sync()]
+            Sync(),
+            Sync(),
+            Log("all 3 sentences acked (1 replays)", 2),
+            Sync(),
+        ]
         assert peer.close() == 0
     finally:
         peer.close()
 
 
 def test_sentences_emits_a_batch_per_next_with_unique_ids():
-    peer = start(WORDCOUNT / "sentences.py",
-                 conf={"wordcount.sentences.per.next": 4},
-                 context=make_context(componentid="sentences", outputs={"default": ["sentence"]},
-                                      sources={}))
+    peer = start(
+        WORDCOUNT / "sentences.py",
+        conf={"wordcount.sentences.per.next": 4},
+        context=make_context(
+            componentid="sentences", outputs={"default": ["sentence"]}, sources={}
+        ),
+    )
     try:
         ids = []
         for _ in range(3):
@@ -451,9 +498,13 @@ def test_sentences_emits_a_batch_per_next_with_unique_ids():
 
 def test_report_writes_its_table_at_ticks_and_at_exit(tmp_path):
     path = tmp_path / "report.json"
-    peer = start(WORDCOUNT / "report.py", conf={"wordcount.report.path": str(path)},
-                 context=make_context(componentid="report", outputs={},
-                                      sources={"count": {"default": ["word", "count"]}}))
+    peer = start(
+        WORDCOUNT / "report.py",
+        conf={"wordcount.report.path": str(path)},
+        context=make_context(
+            componentid="report", outputs={}, sources={"count": {"default": ["word", "count"]}}
+        ),
+    )
     try:
         peer.tuple("1", ["cow", 1], comp="count")
         peer.tuple("2", ["moon", 1], comp="count")
@@ -506,14 +557,21 @@ def test_plain_emits_and_acks_have_exactly_the_keys_of_the_general_path(bolt):
     assert written(bolt)[-4:] == [
         {"command": "emit", "tuple": ["a", 1], "anchors": ["17"], "need_task_ids": False},
         {"command": "ack", "id": "17"},
-        {"command": "emit", "tuple": ["to errors"], "stream": "errors", "anchors": ["18"],
-         "need_task_ids": False},
+        {
+            "command": "emit",
+            "tuple": ["to errors"],
+            "stream": "errors",
+            "anchors": ["18"],
+            "need_task_ids": False,
+        },
         {"command": "ack", "id": "18"},
     ]
 
 
-@pytest.mark.parametrize("tid", ['q"uo\\te/é ☃\n', "²³", "-4613382227463211107", "0",
-                                 "123456789012345678901234567890", ""])
+@pytest.mark.parametrize(
+    "tid",
+    ['q"uo\\te/é ☃\n', "²³", "-4613382227463211107", "0", "123456789012345678901234567890", ""],
+)
 def test_any_tuple_id_comes_back_exactly_in_anchors_and_ack(bolt, tid):
     bolt.tuple(tid, ["echo", "x"])
     assert [bolt.read(), bolt.read()] == [emit(["x"], [tid]), Ack(tid)]
@@ -523,11 +581,16 @@ def test_values_beyond_what_ujson_writes_are_emitted_exactly(bolt):
     big = 2**70 + 1
     bolt.tuple("1", ["echo", big, -big, "é☃𝄞", {"a/b": [None, True, 1.5]}])
     assert [bolt.read(), bolt.read()] == [
-        emit([big, -big, "é☃𝄞", {"a/b": [None, True, 1.5]}], ["1"]), Ack("1")]
+        emit([big, -big, "é☃𝄞", {"a/b": [None, True, 1.5]}], ["1"]),
+        Ack("1"),
+    ]
 
 
 def test_unencodable_values_fail_the_tuple_and_other_emits_go_through(tmp_path):
-    peer = start(script(tmp_path, '''
+    peer = start(
+        script(
+            tmp_path,
+            """
 class B(BasicBolt):
     def process(self, tup):
         kind = tup.values[0]
@@ -542,7 +605,9 @@ class B(BasicBolt):
             self.emit(["later"], anchors=None)
 
 B().run()
-'''))
+""",
+        )
+    )
     try:
         for n, kind in enumerate(["surrogate", "bytes", "iterable", "unanchored"]):
             peer.tuple(str(n), [kind])
@@ -551,14 +616,21 @@ B().run()
             assert type(error) is Error and "EncodeError" in error.msg
             assert peer.read() == Fail(str(n))
         assert [peer.read() for _ in range(5)] == [
-            emit(["a", 1], ["2"]), emit(["empty anchors"], ["2"]), Ack("2"),
-            emit(["later"], ["3"]), Ack("3")]
+            emit(["a", 1], ["2"]),
+            emit(["empty anchors"], ["2"]),
+            Ack("2"),
+            emit(["later"], ["3"]),
+            Ack("3"),
+        ]
     finally:
         peer.close()
 
 
 def test_emits_outside_process_are_unanchored_and_an_unencodable_id_is_refused(tmp_path):
-    peer = start(script(tmp_path, '''
+    peer = start(
+        script(
+            tmp_path,
+            """
 class B(Bolt):
     def initialize(self, conf, context):
         self.emit(["from initialize"])
@@ -580,20 +652,29 @@ class B(Bolt):
         self.fail(tup)
 
 B().run()
-'''))
+""",
+        )
+    )
     try:
         assert peer.read() == emit(["from initialize"])
         peer.tuple("h", ["hold"])
         peer.tuple("r", ["release"])
         assert [peer.read() for _ in range(5)] == [
-            emit(["anchored", "h"], ["h"]), Ack("h"), emit(["unanchored"]), Log("EncodeError", 2),
-            Fail("r")]
+            emit(["anchored", "h"], ["h"]),
+            Ack("h"),
+            emit(["unanchored"]),
+            Log("EncodeError", 2),
+            Fail("r"),
+        ]
     finally:
         peer.close()
 
 
 def test_spout_message_ids_of_every_json_type(tmp_path):
-    peer = start(script(tmp_path, '''
+    peer = start(
+        script(
+            tmp_path,
+            """
 IDS = ['q"uo\\\\te/é', 2**70, -3, 0, True, False, 1.5, {"k": [1]}, [], "12"]
 
 class S(Spout):
@@ -606,27 +687,44 @@ class S(Spout):
         self.log(repr(msg_id))
 
 S().run()
-'''), context=make_context(componentid="spout", outputs={"default": ["w"]}, sources={}))
+""",
+        ),
+        context=make_context(componentid="spout", outputs={"default": ["w"]}, sources={}),
+    )
     ids = ['q"uo\\te/é', 2**70, -3, 0, True, False, 1.5, {"k": [1]}, [], "12"]
     try:
         peer.command("next")
         got = peer.read_until(Sync)
         assert got == [emit(["v"], id=i) for i in ids] + [emit(["untracked"]), Sync()]
-        assert [type(m.id) for m in got[:len(ids)]] == [type(i) for i in ids]
-        assert written(peer)[-2] == {"command": "emit", "tuple": ["untracked"],
-                                     "need_task_ids": False}
-        assert written(peer)[1] == {"command": "emit", "tuple": ["v"], "id": 'q"uo\\te/é',
-                                    "need_task_ids": False}
+        assert [type(m.id) for m in got[: len(ids)]] == [type(i) for i in ids]
+        assert written(peer)[-2] == {
+            "command": "emit",
+            "tuple": ["untracked"],
+            "need_task_ids": False,
+        }
+        assert written(peer)[1] == {
+            "command": "emit",
+            "tuple": ["v"],
+            "id": 'q"uo\\te/é',
+            "need_task_ids": False,
+        }
         peer.command("ack", 2**70)
         peer.command("ack", "7")
         assert [peer.read() for _ in range(4)] == [
-            Log(repr(2**70), 2), Sync(), Log("'7'", 2), Sync()]
+            Log(repr(2**70), 2),
+            Sync(),
+            Log("'7'", 2),
+            Sync(),
+        ]
     finally:
         peer.close()
 
 
 def test_spout_unencodable_emits_raise_encode_error(tmp_path):
-    peer = start(script(tmp_path, '''
+    peer = start(
+        script(
+            tmp_path,
+            """
 from multilang.client import EncodeError
 
 class S(Spout):
@@ -640,7 +738,10 @@ class S(Spout):
         self.emit(["fine"], id=2)
 
 S().run()
-'''), context=make_context(componentid="spout", outputs={"default": ["w"]}, sources={}))
+""",
+        ),
+        context=make_context(componentid="spout", outputs={"default": ["w"]}, sources={}),
+    )
     try:
         peer.command("next")
         assert peer.read_until(Sync) == [Log("refused", 2)] * 4 + [emit(["fine"], id=2), Sync()]
@@ -678,8 +779,9 @@ def test_a_long_read_is_answered_in_parts(tmp_path):
     peer = ComponentPeer(["python", "-c", SLOW_COUNTING_BOLT, str(done)])
     try:
         peer.handshake()
-        peer.send_raw(b"".join(encode(TupleMessage(str(i), "spout", "default", 1, [i]))
-                               for i in range(n)))
+        peer.send_raw(
+            b"".join(encode(TupleMessage(str(i), "spout", "default", 1, [i])) for i in range(n))
+        )
         first = peer.read_until(Ack)[-1]
         processed_then = len(done.read_text().split())
         assert first == Ack("0")

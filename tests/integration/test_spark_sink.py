@@ -21,10 +21,17 @@ SINK = ["python", "-m", "components.parquet_sink"]
 
 def start_sink(out, rows: int = 3, **conf) -> ComponentPeer:
     peer = ComponentPeer(SINK)
-    peer.handshake(conf={"parquet.sink.dir": str(out), "parquet.sink.rows": rows,
-                         "host.bolt.max.in.flight": 100, **conf},
-                   context=make_context(componentid="sink", outputs={},
-                                        sources={"count": {"default": ["word", "count"]}}))
+    peer.handshake(
+        conf={
+            "parquet.sink.dir": str(out),
+            "parquet.sink.rows": rows,
+            "host.bolt.max.in.flight": 100,
+            **conf,
+        },
+        context=make_context(
+            componentid="sink", outputs={}, sources={"count": {"default": ["word", "count"]}}
+        ),
+    )
     return peer
 
 
@@ -62,8 +69,9 @@ def test_rolls_every_n_tuples_and_at_ticks_and_acks_after_the_file_is_in_place(t
         assert peer.close() == 0
     table = pq.read_table(out)
     assert table.column_names == ["word", "count"]
-    assert sorted(zip(*table.to_pydict().values())) == \
-        sorted([("apple", 1), ("pear", 2), ("plum", 3), ("fig", 4), ("kiwi", 5)])
+    assert sorted(zip(*table.to_pydict().values())) == sorted(
+        [("apple", 1), ("pear", 2), ("plum", 3), ("fig", 4), ("kiwi", 5)]
+    )
     # and Spark reads the directory as it is
     spark_rows = spark_session().read.parquet(str(out)).orderBy("count").collect()
     assert [(r["word"], r["count"]) for r in spark_rows][:2] == [("apple", 1), ("pear", 2)]

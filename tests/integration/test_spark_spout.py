@@ -50,6 +50,7 @@ def _text(i: int) -> str:
 
 # ---- data, once per module ----------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def data(tmp_path_factory) -> dict[str, dict]:
     """Per source: the component config that points the spout at the 1200 rows, and the key of
@@ -61,8 +62,9 @@ def data(tmp_path_factory) -> dict[str, dict]:
     for d in range(3):
         rows = [(i, _text(i)) for i in range(d * 400, (d + 1) * 400)]
         # a local list is sliced in order: 2 partitions = 2 part files, rows in id order
-        spark.createDataFrame(spark.sparkContext.parallelize(rows, 2), "id LONG, text STRING") \
-            .write.parquet(str(outputs / f"run-{d:03d}"))
+        spark.createDataFrame(
+            spark.sparkContext.parallelize(rows, 2), "id LONG, text STRING"
+        ).write.parquet(str(outputs / f"run-{d:03d}"))
     # streaming: four JSON-lines files of 300 rows, one micro-batch each
     stream_in = root / "stream-in"
     stream_in.mkdir()
@@ -71,29 +73,66 @@ def data(tmp_path_factory) -> dict[str, dict]:
             for i in range(f * 300, (f + 1) * 300):
                 fh.write(json.dumps({"id": i, "text": _text(i)}) + "\n")
     return {
-        "dataframe": {"conf": {"spark.spout.job": "jobs:numbers", "test.rows": N,
-                               "test.partitions": 3, "test.poison.id": POISON_ID,
-                               "spark.spout.staging.dir": str(root / "df-staging")},
-                      "last": "part-00002"},
-        "directory": {"conf": {"spark.spout.path": str(outputs), "spark.spout.poll.secs": 0.1},
-                      "last": "run-002/part-00001"},
-        "streaming": {"conf": {"spark.spout.job": "jobs:stream", "test.input": str(stream_in)},
-                      "last": "batch-3"},
+        "dataframe": {
+            "conf": {
+                "spark.spout.job": "jobs:numbers",
+                "test.rows": N,
+                "test.partitions": 3,
+                "test.poison.id": POISON_ID,
+                "spark.spout.staging.dir": str(root / "df-staging"),
+            },
+            "last": "part-00002",
+        },
+        "directory": {
+            "conf": {"spark.spout.path": str(outputs), "spark.spout.poll.secs": 0.1},
+            "last": "run-002/part-00001",
+        },
+        "streaming": {
+            "conf": {"spark.spout.job": "jobs:stream", "test.input": str(stream_in)},
+            "last": "batch-3",
+        },
     }
 
 
-def topology(tmp_path: Path, source: str, data: dict, *, bolt: dict | None = None,
-             spout: dict | None = None, outputs=("id", "text")):
-    conf = {**SPARK_TEST_CONF, **data[source]["conf"], "spark.spout.source": source,
-            "spark.spout.checkpoint.dir": str(tmp_path / "ck"),
-            "spark.spout.checkpoint.interval.ms": 50, **(spout or {})}
-    b = TopologyBuilder("spark-test", config={
-        "topology.max.spout.pending": 50, "host.restart.backoff.initial.secs": 0.1,
-        "topology.message.timeout.secs": 60, "host.shutdown.grace.secs": 10})
-    b.spout("spout", SPOUT, outputs=list(outputs) if isinstance(outputs, tuple) else outputs,
-            config=conf)
-    b.bolt("bolt", ["python", "ledger_bolt.py"], outputs=[], parallelism=2,
-           config={"test.ledger": str(tmp_path / "ledger"), **(bolt or {})}).shuffle("spout")
+def topology(
+    tmp_path: Path,
+    source: str,
+    data: dict,
+    *,
+    bolt: dict | None = None,
+    spout: dict | None = None,
+    outputs=("id", "text"),
+):
+    conf = {
+        **SPARK_TEST_CONF,
+        **data[source]["conf"],
+        "spark.spout.source": source,
+        "spark.spout.checkpoint.dir": str(tmp_path / "ck"),
+        "spark.spout.checkpoint.interval.ms": 50,
+        **(spout or {}),
+    }
+    b = TopologyBuilder(
+        "spark-test",
+        config={
+            "topology.max.spout.pending": 50,
+            "host.restart.backoff.initial.secs": 0.1,
+            "topology.message.timeout.secs": 60,
+            "host.shutdown.grace.secs": 10,
+        },
+    )
+    b.spout(
+        "spout",
+        SPOUT,
+        outputs=list(outputs) if isinstance(outputs, tuple) else outputs,
+        config=conf,
+    )
+    b.bolt(
+        "bolt",
+        ["python", "ledger_bolt.py"],
+        outputs=[],
+        parallelism=2,
+        config={"test.ledger": str(tmp_path / "ledger"), **(bolt or {})},
+    ).shuffle("spout")
     return b.build(HERE)
 
 
@@ -104,28 +143,35 @@ def checkpoint_of(tmp_path: Path) -> Checkpoint:
 def all_done(tmp_path: Path, last: str, expect_ok: set[int]):
     """Every expected row acked by the bolt and the checkpoint's watermark at the last
     segment: the spout saw every row done."""
+
     def check() -> bool:
         ok, _ = ledger(tmp_path / "ledger")
         ck = read_checkpoint(tmp_path / "ck")
-        return expect_ok <= set(ok) and ck is not None and ck.watermark == last \
-            and not ck.segments
+        return expect_ok <= set(ok) and ck is not None and ck.watermark == last and not ck.segments
+
     return check
 
 
 def assert_none_emitted_again(ids: list[tuple], ck: Checkpoint, when: str) -> None:
     again = [i for i in ids if ck.is_done(*i)]
-    assert not again, f"{len(again)} rows covered by the checkpoint were emitted again after " \
-                      f"{when}, e.g. {again[:5]}"
+    assert not again, (
+        f"{len(again)} rows covered by the checkpoint were emitted again after "
+        f"{when}, e.g. {again[:5]}"
+    )
 
 
 # ---- every source -------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("source", SOURCES)
 def test_every_row_arrives_exactly_once(tmp_path, data, source):
     run = SteppedRun(topology(tmp_path, source, data)).start()
     try:
-        run.until(all_done(tmp_path, data[source]["last"], set(range(N))), SPARK_START_SECS,
-                  "every row acked")
+        run.until(
+            all_done(tmp_path, data[source]["last"], set(range(N))),
+            SPARK_START_SECS,
+            "every row acked",
+        )
     finally:
         assert run.stop() == 0
     ok, failed = ledger(tmp_path / "ledger")
@@ -147,14 +193,22 @@ def test_failed_rows_are_replayed_and_a_poison_row_is_dead_lettered(tmp_path, da
     """The bolt fails every 7th tuple it gets (each id at most once) and always fails the poison
     row: every other row is acked in the end, and the poison row, after 1 + 2 retries, goes to
     the dead-letter file and the `dead` stream."""
-    topo = topology(tmp_path, source, data, bolt={"test.fail.every": 7, "test.fail.poison": True},
-                    spout={"spark.spout.retries": 2},
-                    outputs={"default": ["id", "text"], "dead": ["key", "offset", "row", "reason"]})
+    topo = topology(
+        tmp_path,
+        source,
+        data,
+        bolt={"test.fail.every": 7, "test.fail.poison": True},
+        spout={"spark.spout.retries": 2},
+        outputs={"default": ["id", "text"], "dead": ["key", "offset", "row", "reason"]},
+    )
     run = SteppedRun(topo).start()
     expected = set(range(N)) - {POISON_ID}
     try:
-        run.until(all_done(tmp_path, data[source]["last"], expected), SPARK_START_SECS,
-                  "every row acked or dead-lettered")
+        run.until(
+            all_done(tmp_path, data[source]["last"], expected),
+            SPARK_START_SECS,
+            "every row acked or dead-lettered",
+        )
     finally:
         assert run.stop() == 0
     ok, failed = ledger(tmp_path / "ledger")
@@ -169,8 +223,9 @@ def test_failed_rows_are_replayed_and_a_poison_row_is_dead_lettered(tmp_path, da
     dead = json.loads(dead_lines[0])
     assert dead["row"] == {"id": POISON_ID, "text": "poison"} and dead["attempts"] == 3
     assert "spark.spout.retries=2" in dead["reason"]
-    assert [tuple(dead[k] for k in ("key", "offset"))] == \
-        [i for i in set(ids) if values_of(run, i)[0] == POISON_ID]
+    assert [tuple(dead[k] for k in ("key", "offset"))] == [
+        i for i in set(ids) if values_of(run, i)[0] == POISON_ID
+    ]
     dead_emits = [v for stream, _, v in run.emits if stream == "dead"]
     assert dead_emits == [[dead["key"], dead["offset"], dead["row"], dead["reason"]]]
     ck = checkpoint_of(tmp_path)
@@ -187,19 +242,26 @@ def test_spout_killed_then_host_restarted_resume_from_the_checkpoint(tmp_path, d
     new one on the same checkpoint directory: every row is acked at least once, and no row that
     a checkpoint on disk covered is emitted after that checkpoint was read."""
     # the bolt fails every 7th tuple once, so replays are pending at the kill and at the stop
-    topo = topology(tmp_path, source, data, bolt={"test.fail.every": 7},
-                    spout={"spark.spout.rows.per.next": 10})
+    topo = topology(
+        tmp_path, source, data, bolt={"test.fail.every": 7}, spout={"spark.spout.rows.per.next": 10}
+    )
     last = data[source]["last"]
     run = SteppedRun(topo).start()
     try:
-        run.until(lambda: checkpoint_of(tmp_path).acked >= N // 5, SPARK_START_SECS,
-                  "a fifth of the rows checkpointed")
+        run.until(
+            lambda: checkpoint_of(tmp_path).acked >= N // 5,
+            SPARK_START_SECS,
+            "a fifth of the rows checkpointed",
+        )
         run.kill_spout()
         at_kill = checkpoint_of(tmp_path)
         mark = len(run.emits)
         assert at_kill.acked < N, "killed mid-run"
-        run.until(lambda: checkpoint_of(tmp_path).acked >= at_kill.acked + N // 5,
-                  SPARK_START_SECS, "progress after the restart")
+        run.until(
+            lambda: checkpoint_of(tmp_path).acked >= at_kill.acked + N // 5,
+            SPARK_START_SECS,
+            "progress after the restart",
+        )
         assert run.sup.snapshot()["components"]["spout"]["restarts"] == 1
         assert_none_emitted_again(run.ids(mark), at_kill, "the spout was killed")
     finally:
@@ -209,8 +271,11 @@ def test_spout_killed_then_host_restarted_resume_from_the_checkpoint(tmp_path, d
 
     second = SteppedRun(topo).start()
     try:
-        second.until(all_done(tmp_path, last, set(range(N))), SPARK_START_SECS,
-                     "every row acked after the host restart")
+        second.until(
+            all_done(tmp_path, last, set(range(N))),
+            SPARK_START_SECS,
+            "every row acked after the host restart",
+        )
     finally:
         assert second.stop() == 0
     assert_none_emitted_again(second.ids(), at_stop, "the host restarted")
@@ -222,6 +287,7 @@ def test_spout_killed_then_host_restarted_resume_from_the_checkpoint(tmp_path, d
 
 
 # ---- the directory source -----------------------------------------------------------------------
+
 
 def _spark_output(tmp_path: Path, name: str, fmt: str, rows: list[tuple]) -> Path:
     """A real Spark output directory (part files, checksums, _SUCCESS) at tmp_path/name."""
@@ -240,13 +306,28 @@ def test_directory_source_waits_for_success_and_reads_new_directories_in_order(t
     first = _spark_output(tmp_path, "a", "json", [(i, f"json {i}") for i in range(5)])
     shutil.move(str(first), parent / "run-001")
     b = TopologyBuilder("spark-dir", config={"topology.max.spout.pending": 50})
-    b.spout("spout", SPOUT, outputs=["id", "text"], config={
-        "spark.spout.source": "directory", "spark.spout.path": str(parent),
-        "spark.spout.poll.secs": 0.05, "spark.spout.checkpoint.dir": str(tmp_path / "ck")})
-    b.bolt("bolt", ["python", "ledger_bolt.py"], outputs=[],
-           config={"test.ledger": str(tmp_path / "ledger")}).shuffle("spout")
+    b.spout(
+        "spout",
+        SPOUT,
+        outputs=["id", "text"],
+        config={
+            "spark.spout.source": "directory",
+            "spark.spout.path": str(parent),
+            "spark.spout.poll.secs": 0.05,
+            "spark.spout.checkpoint.dir": str(tmp_path / "ck"),
+        },
+    )
+    b.bolt(
+        "bolt",
+        ["python", "ledger_bolt.py"],
+        outputs=[],
+        config={"test.ledger": str(tmp_path / "ledger")},
+    ).shuffle("spout")
     run = SteppedRun(b.build(HERE)).start(120)
-    ok_ids = lambda: set(ledger(tmp_path / "ledger")[0])
+
+    def ok_ids():
+        return set(ledger(tmp_path / "ledger")[0])
+
     try:
         run.until(lambda: ok_ids() == set(range(5)), 30, "the first directory's rows")
         # a csv output without its _SUCCESS yet: not read
@@ -270,8 +351,12 @@ def test_the_checkpoint_is_finished_by_the_last_ack_without_another_next(tmp_pat
     """The host may stop the spout right after the last ack, with no `next` in between: the
     checkpoint must say finished all the same. With max.spout.pending = N, the `next` that emits
     the last row has no budget left to take the source's End, so only the ack can see it."""
-    conf = {**SPARK_TEST_CONF, **data["dataframe"]["conf"], "spark.spout.source": "dataframe",
-            "topology.max.spout.pending": N}
+    conf = {
+        **SPARK_TEST_CONF,
+        **data["dataframe"]["conf"],
+        "spark.spout.source": "dataframe",
+        "topology.max.spout.pending": N,
+    }
     peer = _start_spout(tmp_path, conf, {"default": ["id", "text"]})
     peer.command("activate")
     peer.read_until(Sync)
@@ -295,10 +380,13 @@ def test_the_checkpoint_is_finished_by_the_last_ack_without_another_next(tmp_pat
 
 # ---- errors at start ----------------------------------------------------------------------------
 
+
 def _start_spout(tmp_path: Path, conf: dict, outputs: dict) -> ComponentPeer:
     peer = ComponentPeer(SPOUT, cwd=str(HERE))
-    peer.handshake(conf={"spark.spout.checkpoint.dir": str(tmp_path / "ck"), **conf},
-                   context=make_context(componentid="lines", outputs=outputs, sources={}))
+    peer.handshake(
+        conf={"spark.spout.checkpoint.dir": str(tmp_path / "ck"), **conf},
+        context=make_context(componentid="lines", outputs=outputs, sources={}),
+    )
     return peer
 
 
@@ -310,20 +398,29 @@ def _fatal(peer: ComponentPeer, timeout: float = 30) -> str:
 
 
 def test_fields_that_do_not_match_the_declared_outputs_are_an_error_at_start(tmp_path):
-    peer = _start_spout(tmp_path, {"spark.spout.source": "directory",
-                                   "spark.spout.path": str(tmp_path),
-                                   "spark.spout.fields": ["text", "id"]},
-                        {"default": ["id", "text"]})
+    peer = _start_spout(
+        tmp_path,
+        {
+            "spark.spout.source": "directory",
+            "spark.spout.path": str(tmp_path),
+            "spark.spout.fields": ["text", "id"],
+        },
+        {"default": ["id", "text"]},
+    )
     message = _fatal(peer)
-    assert "spark.spout.fields ['text', 'id'] do not match the spout's declared output fields " \
-           "['id', 'text']" in message
+    assert (
+        "spark.spout.fields ['text', 'id'] do not match the spout's declared output fields "
+        "['id', 'text']" in message
+    )
 
 
 def test_a_declared_field_missing_from_the_data_is_a_clear_error(tmp_path, data):
     outputs = data["directory"]["conf"]["spark.spout.path"]
-    peer = _start_spout(tmp_path, {"spark.spout.source": "directory",
-                                   "spark.spout.path": outputs},
-                        {"default": ["id", "colour"]})
+    peer = _start_spout(
+        tmp_path,
+        {"spark.spout.source": "directory", "spark.spout.path": outputs},
+        {"default": ["id", "colour"]},
+    )
     peer.command("activate")
     peer.read_until(Sync)
     errors: list[Error] = []

@@ -24,34 +24,47 @@ from tests.support.peer import ComponentPeer, make_context
 
 pytestmark = pytest.mark.spark
 
-UTC = datetime.timezone.utc
+UTC = datetime.UTC
 
 
 # ---- the rules, on Arrow arrays -----------------------------------------------------------------
 
-@pytest.mark.parametrize("value,arrow_type,expected", [
-    (None, pa.int64(), None),
-    (2**62 + 1, pa.int64(), 2**62 + 1),
-    (1.5, pa.float64(), 1.5),
-    (float("nan"), pa.float64(), "NaN"),
-    (float("inf"), pa.float32(), "Infinity"),
-    (float("-inf"), pa.float64(), "-Infinity"),
-    (decimal.Decimal("12.50"), pa.decimal128(10, 2), "12.50"),
-    (decimal.Decimal("100"), pa.decimal128(10, 0), "100"),
-    (decimal.Decimal("-0.000001"), pa.decimal128(20, 6), "-0.000001"),
-    (b"\x00\xffhi", pa.binary(), "AP9oaQ=="),
-    (datetime.date(2024, 5, 1), pa.date32(), "2024-05-01"),
-    (datetime.datetime(2024, 5, 1, 12, 30, 0, 250000, tzinfo=UTC), pa.timestamp("us", "UTC"),
-     "2024-05-01T12:30:00.250000+00:00"),
-    (datetime.datetime(2024, 5, 1, 12, 30), pa.timestamp("us"), "2024-05-01T12:30:00"),
-    (datetime.timedelta(seconds=90, microseconds=500000), pa.duration("us"), 90.5),
-    ([decimal.Decimal("1.5"), None], pa.list_(pa.decimal128(5, 1)), ["1.5", None]),
-    ({"a": 1, "b": b"x"}, pa.struct([("a", pa.int32()), ("b", pa.binary())]),
-     {"a": 1, "b": "eA=="}),
-    ([("k", float("nan")), ("j", None)], pa.map_(pa.string(), pa.float64()),
-     {"k": "NaN", "j": None}),
-    ([(1, "one")], pa.map_(pa.int32(), pa.string()), {"1": "one"}),
-])
+
+@pytest.mark.parametrize(
+    "value,arrow_type,expected",
+    [
+        (None, pa.int64(), None),
+        (2**62 + 1, pa.int64(), 2**62 + 1),
+        (1.5, pa.float64(), 1.5),
+        (float("nan"), pa.float64(), "NaN"),
+        (float("inf"), pa.float32(), "Infinity"),
+        (float("-inf"), pa.float64(), "-Infinity"),
+        (decimal.Decimal("12.50"), pa.decimal128(10, 2), "12.50"),
+        (decimal.Decimal("100"), pa.decimal128(10, 0), "100"),
+        (decimal.Decimal("-0.000001"), pa.decimal128(20, 6), "-0.000001"),
+        (b"\x00\xffhi", pa.binary(), "AP9oaQ=="),
+        (datetime.date(2024, 5, 1), pa.date32(), "2024-05-01"),
+        (
+            datetime.datetime(2024, 5, 1, 12, 30, 0, 250000, tzinfo=UTC),
+            pa.timestamp("us", "UTC"),
+            "2024-05-01T12:30:00.250000+00:00",
+        ),
+        (datetime.datetime(2024, 5, 1, 12, 30), pa.timestamp("us"), "2024-05-01T12:30:00"),
+        (datetime.timedelta(seconds=90, microseconds=500000), pa.duration("us"), 90.5),
+        ([decimal.Decimal("1.5"), None], pa.list_(pa.decimal128(5, 1)), ["1.5", None]),
+        (
+            {"a": 1, "b": b"x"},
+            pa.struct([("a", pa.int32()), ("b", pa.binary())]),
+            {"a": 1, "b": "eA=="},
+        ),
+        (
+            [("k", float("nan")), ("j", None)],
+            pa.map_(pa.string(), pa.float64()),
+            {"k": "NaN", "j": None},
+        ),
+        ([(1, "one")], pa.map_(pa.int32(), pa.string()), {"1": "one"}),
+    ],
+)
 def test_value_conversion(value, arrow_type, expected):
     assert convert_value(value, arrow_type) == expected
 
@@ -65,8 +78,24 @@ def test_rows_follow_the_declared_fields_and_missing_columns_are_null():
 
 # ---- end to end: real Spark writes, the spout reads and emits -----------------------------------
 
-FIELDS = ["b", "i8", "i16", "i32", "i64", "f32", "f64", "dec", "s", "d", "ts", "ntz", "bin", "arr",
-          "st", "m"]
+FIELDS = [
+    "b",
+    "i8",
+    "i16",
+    "i32",
+    "i64",
+    "f32",
+    "f64",
+    "dec",
+    "s",
+    "d",
+    "ts",
+    "ntz",
+    "bin",
+    "arr",
+    "st",
+    "m",
+]
 EVERY_TYPE_SQL = """
 SELECT true AS b, CAST(1 AS TINYINT) AS i8, CAST(2 AS SMALLINT) AS i16, 3 AS i32,
        9007199254740993L AS i64, CAST('NaN' AS FLOAT) AS f32, CAST('-Infinity' AS DOUBLE) AS f64,
@@ -77,9 +106,24 @@ SELECT true AS b, CAST(1 AS TINYINT) AS i8, CAST(2 AS SMALLINT) AS i16, 3 AS i32
        map('x', 1.5D, 'y', CAST('Infinity' AS DOUBLE)) AS m
 """
 EXPECTED = [
-    [True, 1, 2, 3, 9007199254740993, "NaN", "-Infinity", "12.50", 'héllo "w"', "2024-05-01",
-     "2024-05-01T12:30:00.250000+00:00", "2024-05-01T12:30:00", "AP9oaQ==", ["1.5", None],
-     {"n": 1, "t": "2024-01-02T03:04:05+00:00"}, {"x": 1.5, "y": "Infinity"}],
+    [
+        True,
+        1,
+        2,
+        3,
+        9007199254740993,
+        "NaN",
+        "-Infinity",
+        "12.50",
+        'héllo "w"',
+        "2024-05-01",
+        "2024-05-01T12:30:00.250000+00:00",
+        "2024-05-01T12:30:00",
+        "AP9oaQ==",
+        ["1.5", None],
+        {"n": 1, "t": "2024-01-02T03:04:05+00:00"},
+        {"x": 1.5, "y": "Infinity"},
+    ],
     [None] * len(FIELDS),
 ]
 
@@ -107,10 +151,14 @@ def emitted_rows(tmp_path, path: str, fields: list[str], n: int) -> list[list]:
     """Run the spout over one output directory; the values of its first `n` emits (acked)."""
     peer = ComponentPeer(["python", "-m", "components.spark_spout"], cwd=str(HERE))
     try:
-        peer.handshake(conf={"spark.spout.source": "directory", "spark.spout.path": path,
-                             "spark.spout.checkpoint.dir": str(tmp_path / "ck")},
-                       context=make_context(componentid="typed", outputs={"default": fields},
-                                            sources={}))
+        peer.handshake(
+            conf={
+                "spark.spout.source": "directory",
+                "spark.spout.path": path,
+                "spark.spout.checkpoint.dir": str(tmp_path / "ck"),
+            },
+            context=make_context(componentid="typed", outputs={"default": fields}, sources={}),
+        )
         peer.command("activate")
         peer.read_until(Sync)
         emits: list[Emit] = []

@@ -33,17 +33,37 @@ def ledger(path: Path) -> tuple[Counter, Counter]:
     return acks, fails
 
 
-def ledger_topology(tmp_path: Path, bolt: list[str], n: int = 200, config: dict | None = None,
-                    bolt_parallelism: int = 1, per_next: int = 1):
-    b = TopologyBuilder("t", config={"topology.max.spout.pending": 50,
-                                     "host.restart.backoff.initial.secs": 0.1,
-                                     "host.shutdown.grace.secs": 2, **(config or {})})
-    b.spout("spout", ["python", "ledger_spout.py"], outputs=["sentence"],
-            config={"test.messages": n, "test.ledger": str(tmp_path / "ledger"),
-                    "test.per.next": per_next})
+def ledger_topology(
+    tmp_path: Path,
+    bolt: list[str],
+    n: int = 200,
+    config: dict | None = None,
+    bolt_parallelism: int = 1,
+    per_next: int = 1,
+):
+    b = TopologyBuilder(
+        "t",
+        config={
+            "topology.max.spout.pending": 50,
+            "host.restart.backoff.initial.secs": 0.1,
+            "host.shutdown.grace.secs": 2,
+            **(config or {}),
+        },
+    )
+    b.spout(
+        "spout",
+        ["python", "ledger_spout.py"],
+        outputs=["sentence"],
+        config={
+            "test.messages": n,
+            "test.ledger": str(tmp_path / "ledger"),
+            "test.per.next": per_next,
+        },
+    )
     b.bolt("split", bolt, outputs=["word"], parallelism=bolt_parallelism).shuffle("spout")
-    b.bolt("sink", ["python", "sink_bolt.py", str(tmp_path / "sink.jsonl")],
-           outputs=[], parallelism=2).fields("split", "word")
+    b.bolt(
+        "sink", ["python", "sink_bolt.py", str(tmp_path / "sink.jsonl")], outputs=[], parallelism=2
+    ).fields("split", "word")
     return b.build(base_dir=COMPONENTS)
 
 
@@ -68,8 +88,14 @@ def assert_no_children_left(sup: Supervisor) -> None:
 
 def test_clean_run_acks_everything_and_counts_exactly(tmp_path):
     n = 300
-    result = run_topology(ledger_topology(tmp_path, ["python", "faulty_bolt.py", "none", "0",
-                                                     str(tmp_path / "m")], n=n, per_next=3))
+    result = run_topology(
+        ledger_topology(
+            tmp_path,
+            ["python", "faulty_bolt.py", "none", "0", str(tmp_path / "m")],
+            n=n,
+            per_next=3,
+        )
+    )
     assert result.exit_code == 0 and result.stopped_because == "quiescent"
     fails = assert_every_message_acked_once(tmp_path, n)
     assert not fails
@@ -102,9 +128,15 @@ def test_clean_run_acks_everything_and_counts_exactly(tmp_path):
 def test_faulty_bolt_is_reported_restarted_and_its_tuples_replayed(tmp_path, mode, caplog):
     n = 200
     caplog.set_level(logging.INFO)
-    result = run_topology(ledger_topology(
-        tmp_path, ["python", "faulty_bolt.py", mode, "40", str(tmp_path / "marker")], n=n,
-        config={"topology.subprocess.timeout.secs": 2}), until=all_acked(tmp_path, n))
+    result = run_topology(
+        ledger_topology(
+            tmp_path,
+            ["python", "faulty_bolt.py", mode, "40", str(tmp_path / "marker")],
+            n=n,
+            config={"topology.subprocess.timeout.secs": 2},
+        ),
+        until=all_acked(tmp_path, n),
+    )
     assert result.exit_code == 0 and result.stopped_because == "until"
     fails = assert_every_message_acked_once(tmp_path, n)
     assert fails, "the tuples in flight at the fault were failed for replay"
@@ -113,8 +145,12 @@ def test_faulty_bolt_is_reported_restarted_and_its_tuples_replayed(tmp_path, mod
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     report = next(e for e in errors if e.startswith("split["))
     assert "pid=" in report and "failed for replay" in report
-    expected = {"crash": "killed by SIGKILL", "garbage": "this is not json",
-                "hang": "hung: silent", "exit": "exit status 0"}[mode]
+    expected = {
+        "crash": "killed by SIGKILL",
+        "garbage": "this is not json",
+        "hang": "hung: silent",
+        "exit": "exit status 0",
+    }[mode]
     assert expected in report
     assert_no_children_left(result.supervisor)
 
@@ -122,9 +158,12 @@ def test_faulty_bolt_is_reported_restarted_and_its_tuples_replayed(tmp_path, mod
 def test_stderr_flood_is_drained_and_does_not_stop_the_bolt(tmp_path, caplog):
     n = 150
     caplog.set_level(logging.INFO)
-    result = run_topology(ledger_topology(
-        tmp_path, ["python", "faulty_bolt.py", "flood", "20", str(tmp_path / "marker")], n=n),
-        until=all_acked(tmp_path, n))
+    result = run_topology(
+        ledger_topology(
+            tmp_path, ["python", "faulty_bolt.py", "flood", "20", str(tmp_path / "marker")], n=n
+        ),
+        until=all_acked(tmp_path, n),
+    )
     assert result.exit_code == 0 and result.stopped_because == "until"
     assert not assert_every_message_acked_once(tmp_path, n)
     assert result.snapshot["components"]["split"]["restarts"] == 0
@@ -133,20 +172,26 @@ def test_stderr_flood_is_drained_and_does_not_stop_the_bolt(tmp_path, caplog):
     assert sum(1 for m in messages if m.startswith("split[") and "xxxx" in m) <= 1000
 
 
-@pytest.mark.parametrize("mode,expected", [
-    ("ack_unknown", "ack of tuple '12345', which is not pending"),
-    ("ack_twice", "which is not pending"),
-    ("anchor_acked", "emit anchored to tuple"),
-    ("unknown_stream", "stream 'nope', which 'split' does not declare"),
-    ("wrong_fields", "emit of 2 values to stream 'default', which declares 1 fields"),
-    ("numeric_ack_id", "which is not pending"),
-])
+@pytest.mark.parametrize(
+    "mode,expected",
+    [
+        ("ack_unknown", "ack of tuple '12345', which is not pending"),
+        ("ack_twice", "which is not pending"),
+        ("anchor_acked", "emit anchored to tuple"),
+        ("unknown_stream", "stream 'nope', which 'split' does not declare"),
+        ("wrong_fields", "emit of 2 values to stream 'default', which declares 1 fields"),
+        ("numeric_ack_id", "which is not pending"),
+    ],
+)
 def test_protocol_misuse_is_a_fault_of_that_component_only(tmp_path, caplog, mode, expected):
     n = 60
     caplog.set_level(logging.INFO)
-    result = run_topology(ledger_topology(
-        tmp_path, ["python", "misuse_bolt.py", mode, str(tmp_path / "marker")], n=n),
-        until=all_acked(tmp_path, n))
+    result = run_topology(
+        ledger_topology(
+            tmp_path, ["python", "misuse_bolt.py", mode, str(tmp_path / "marker")], n=n
+        ),
+        until=all_acked(tmp_path, n),
+    )
     assert result.exit_code == 0 and result.stopped_because == "until"
     assert_every_message_acked_once(tmp_path, n)
     comps = result.snapshot["components"]
@@ -157,9 +202,15 @@ def test_protocol_misuse_is_a_fault_of_that_component_only(tmp_path, caplog, mod
 
 
 def test_handshake_timeout_restarts_then_gives_up(tmp_path, caplog):
-    b = TopologyBuilder("t", config={"host.handshake.timeout.secs": 0.5,
-                                     "host.restart.backoff.initial.secs": 0.1,
-                                     "host.restart.max": 2, "host.shutdown.grace.secs": 1})
+    b = TopologyBuilder(
+        "t",
+        config={
+            "host.handshake.timeout.secs": 0.5,
+            "host.restart.backoff.initial.secs": 0.1,
+            "host.restart.max": 2,
+            "host.shutdown.grace.secs": 1,
+        },
+    )
     b.spout("mute", ["python", "-c", "import time; time.sleep(60)"], outputs=["x"])
     b.bolt("sink", ["python", "sink_bolt.py", str(tmp_path / "s")], outputs=[]).shuffle("mute")
     sup = Supervisor(b.build(base_dir=COMPONENTS))
@@ -174,16 +225,29 @@ def test_handshake_timeout_restarts_then_gives_up(tmp_path, caplog):
 def test_message_timeout_fails_and_spout_replays(tmp_path):
     # the sink never acks the first incarnation's tuples (a bolt "losing" them): they time out
     n = 20
-    b = TopologyBuilder("t", config={"topology.message.timeout.secs": 1,
-                                     "topology.max.spout.pending": 100,
-                                     "host.shutdown.grace.secs": 1})
-    b.spout("spout", ["python", "ledger_spout.py"], outputs=["sentence"],
-            config={"test.messages": n, "test.ledger": str(tmp_path / "ledger")})
-    b.bolt("split", ["python", "-c", DROP_FIRST_N_BOLT, str(tmp_path / "dropped"), "5"],
-           outputs=["word"]).shuffle("spout")
+    b = TopologyBuilder(
+        "t",
+        config={
+            "topology.message.timeout.secs": 1,
+            "topology.max.spout.pending": 100,
+            "host.shutdown.grace.secs": 1,
+        },
+    )
+    b.spout(
+        "spout",
+        ["python", "ledger_spout.py"],
+        outputs=["sentence"],
+        config={"test.messages": n, "test.ledger": str(tmp_path / "ledger")},
+    )
+    b.bolt(
+        "split",
+        ["python", "-c", DROP_FIRST_N_BOLT, str(tmp_path / "dropped"), "5"],
+        outputs=["word"],
+    ).shuffle("spout")
     # in fake time: the timeouts need no waiting
-    result = run_topology(b.build(base_dir=COMPONENTS), until=all_acked(tmp_path, n),
-                          clock=FakeClock())
+    result = run_topology(
+        b.build(base_dir=COMPONENTS), until=all_acked(tmp_path, n), clock=FakeClock()
+    )
     assert result.exit_code == 0 and result.stopped_because == "until"
     fails = assert_every_message_acked_once(tmp_path, n)
     assert sum(fails.values()) == 5
@@ -216,11 +280,15 @@ Hold().run()
 
 
 def test_max_spout_pending_caps_the_trees_in_flight(tmp_path):
-    b = TopologyBuilder("t", config={"topology.max.spout.pending": 7,
-                                     "host.shutdown.grace.secs": 0.5})
-    b.spout("spout", ["python", "ledger_spout.py"], outputs=["sentence"],
-            config={"test.messages": 1000, "test.ledger": str(tmp_path / "ledger"),
-                    "test.per.next": 3})
+    b = TopologyBuilder(
+        "t", config={"topology.max.spout.pending": 7, "host.shutdown.grace.secs": 0.5}
+    )
+    b.spout(
+        "spout",
+        ["python", "ledger_spout.py"],
+        outputs=["sentence"],
+        config={"test.messages": 1000, "test.ledger": str(tmp_path / "ledger"), "test.per.next": 3},
+    )
     b.bolt("hold", ["python", "-c", NEVER_ACK_BOLT], outputs=[]).shuffle("spout")
     sup = Supervisor(b.build(base_dir=COMPONENTS))
     seen = []
@@ -274,8 +342,7 @@ def test_a_spout_gets_its_next_next_before_it_syncs(tmp_path, depth, ahead):
     if depth is not None:
         config["host.spout.next.depth"] = depth
     b = TopologyBuilder("t", config=config)
-    b.spout("spout", ["python", "-c", PIPELINE_PROBE_SPOUT, str(tmp_path / "probe")],
-            outputs=["n"])
+    b.spout("spout", ["python", "-c", PIPELINE_PROBE_SPOUT, str(tmp_path / "probe")], outputs=["n"])
     b.bolt("sink", ["python", "sink_bolt.py", str(tmp_path / "s")], outputs=[]).shuffle("spout")
     sup = Supervisor(b.build(base_dir=COMPONENTS))
     sup.run(1.5)
@@ -291,8 +358,7 @@ def test_run_quiets_the_garbage_collector_and_restores_it(tmp_path):
     before = gc.get_threshold()
     seen = []
     b = TopologyBuilder("t", config={"host.shutdown.grace.secs": 0.5})
-    b.spout("spout", ["python", "-c", PIPELINE_PROBE_SPOUT, str(tmp_path / "probe")],
-            outputs=["n"])
+    b.spout("spout", ["python", "-c", PIPELINE_PROBE_SPOUT, str(tmp_path / "probe")], outputs=["n"])
     b.bolt("sink", ["python", "sink_bolt.py", str(tmp_path / "s")], outputs=[]).shuffle("spout")
     sup = Supervisor(b.build(base_dir=COMPONENTS))
     sup.on_report = lambda snap: seen.append((gc.get_threshold()[0], gc.get_freeze_count() > 0))
@@ -302,14 +368,27 @@ def test_run_quiets_the_garbage_collector_and_restores_it(tmp_path):
 
 
 def test_slow_bolt_backpressure_keeps_queues_bounded(tmp_path):
-    b = TopologyBuilder("t", config={"topology.shellbolt.max.pending": 10,
-                                     "host.bolt.max.in.flight": 10,
-                                     "host.shutdown.grace.secs": 0.5})
-    b.spout("spout", ["python", "ledger_spout.py"], outputs=["sentence"],
-            config={"test.messages": 100000, "test.ledger": str(tmp_path / "ledger"),
-                    "test.per.next": 50})
-    b.bolt("split", ["python", "faulty_bolt.py", "none", "0", str(tmp_path / "m")],
-           outputs=["word"]).shuffle("spout")
+    b = TopologyBuilder(
+        "t",
+        config={
+            "topology.shellbolt.max.pending": 10,
+            "host.bolt.max.in.flight": 10,
+            "host.shutdown.grace.secs": 0.5,
+        },
+    )
+    b.spout(
+        "spout",
+        ["python", "ledger_spout.py"],
+        outputs=["sentence"],
+        config={
+            "test.messages": 100000,
+            "test.ledger": str(tmp_path / "ledger"),
+            "test.per.next": 50,
+        },
+    )
+    b.bolt(
+        "split", ["python", "faulty_bolt.py", "none", "0", str(tmp_path / "m")], outputs=["word"]
+    ).shuffle("spout")
     b.bolt("slow", ["python", "-c", SLOW_BOLT], outputs=[]).shuffle("split")
     sup = Supervisor(b.build(base_dir=COMPONENTS))
     peaks = Counter()
@@ -343,10 +422,15 @@ Slow().run()
 
 def test_acking_off_acks_spout_tuples_as_they_are_emitted(tmp_path):
     n = 50
-    b = TopologyBuilder("t", config={"topology.acker.executors": 0,
-                                     "host.shutdown.grace.secs": 0.5})
-    b.spout("spout", ["python", "ledger_spout.py"], outputs=["sentence"],
-            config={"test.messages": n, "test.ledger": str(tmp_path / "ledger")})
+    b = TopologyBuilder(
+        "t", config={"topology.acker.executors": 0, "host.shutdown.grace.secs": 0.5}
+    )
+    b.spout(
+        "spout",
+        ["python", "ledger_spout.py"],
+        outputs=["sentence"],
+        config={"test.messages": n, "test.ledger": str(tmp_path / "ledger")},
+    )
     b.bolt("hold", ["python", "-c", NEVER_ACK_BOLT], outputs=[]).shuffle("spout")
     result = run_topology(b.build(base_dir=COMPONENTS), until=all_acked(tmp_path, n))
     assert result.exit_code == 0 and result.stopped_because == "until"
@@ -357,17 +441,31 @@ def test_acking_off_acks_spout_tuples_as_they_are_emitted(tmp_path):
 def test_named_streams_direct_emits_task_ids_and_ticks(tmp_path):
     n = 30
     b = TopologyBuilder("t", config={"host.shutdown.grace.secs": 1})
-    b.spout("spout", ["python", "ledger_spout.py"], outputs=["sentence"],
-            config={"test.messages": n, "test.ledger": str(tmp_path / "ledger")})
-    b.bolt("router", ["python", "streams_bolt.py"],
-           outputs={"words": ["word"], "lengths": ["length"]}).shuffle("spout")
-    b.bolt("all_sink", ["python", "sink_bolt.py", str(tmp_path / "all.jsonl")], outputs=[],
-           parallelism=2).all("router", stream="words")
-    b.bolt("direct_sink", ["python", "sink_bolt.py", str(tmp_path / "direct.jsonl")],
-           outputs=[], parallelism=2, config={"topology.tick.tuple.freq.secs": 1}
-           ).direct("router", stream="lengths")
-    result = run_topology(b.build(base_dir=COMPONENTS),
-                          until=lambda r: all_acked(tmp_path, n)(r) and r.uptime > 2.2)
+    b.spout(
+        "spout",
+        ["python", "ledger_spout.py"],
+        outputs=["sentence"],
+        config={"test.messages": n, "test.ledger": str(tmp_path / "ledger")},
+    )
+    b.bolt(
+        "router", ["python", "streams_bolt.py"], outputs={"words": ["word"], "lengths": ["length"]}
+    ).shuffle("spout")
+    b.bolt(
+        "all_sink",
+        ["python", "sink_bolt.py", str(tmp_path / "all.jsonl")],
+        outputs=[],
+        parallelism=2,
+    ).all("router", stream="words")
+    b.bolt(
+        "direct_sink",
+        ["python", "sink_bolt.py", str(tmp_path / "direct.jsonl")],
+        outputs=[],
+        parallelism=2,
+        config={"topology.tick.tuple.freq.secs": 1},
+    ).direct("router", stream="lengths")
+    result = run_topology(
+        b.build(base_dir=COMPONENTS), until=lambda r: all_acked(tmp_path, n)(r) and r.uptime > 2.2
+    )
     assert result.exit_code == 0 and result.stopped_because == "until"
     assert_every_message_acked_once(tmp_path, n)
     all_rows = [json.loads(x) for x in (tmp_path / "all.jsonl").read_text().splitlines()]
@@ -388,20 +486,31 @@ def test_named_streams_direct_emits_task_ids_and_ticks(tmp_path):
     assert result.values("router", "words") == [[w] for s in sentences for w in s.split()]
 
 
-@pytest.mark.parametrize("spout", [["python", "ledger_spout.py"], ["node", "ledger_spout.js"],
-                                   ["bash", "ledger_spout.sh"]], ids=["python", "node", "bash"])
+@pytest.mark.parametrize(
+    "spout",
+    [["python", "ledger_spout.py"], ["node", "ledger_spout.js"], ["bash", "ledger_spout.sh"]],
+    ids=["python", "node", "bash"],
+)
 @pytest.mark.parametrize("ack_batch", [1, 100])
 def test_spout_acks_in_batches_or_one_by_one_in_every_client(tmp_path, spout, ack_batch):
     """Batched ack/fail commands (host.spout.ack.batch) reach every client library's spout in
     order, each answered by its own sync; 1 is Storm's strict one-command exchange. A bolt that
     fails every 5th tuple once makes the spouts replay while acks are batched."""
     n = 300
-    b = TopologyBuilder("t", config={"topology.max.spout.pending": 200,
-                                     "host.spout.ack.batch": ack_batch,
-                                     "host.shutdown.grace.secs": 1})
-    b.spout("spout", spout, outputs=["sentence"],
-            config={"test.messages": n, "test.ledger": str(tmp_path / "ledger"),
-                    "test.per.next": 20})
+    b = TopologyBuilder(
+        "t",
+        config={
+            "topology.max.spout.pending": 200,
+            "host.spout.ack.batch": ack_batch,
+            "host.shutdown.grace.secs": 1,
+        },
+    )
+    b.spout(
+        "spout",
+        spout,
+        outputs=["sentence"],
+        config={"test.messages": n, "test.ledger": str(tmp_path / "ledger"), "test.per.next": 20},
+    )
     b.bolt("flaky", ["python", "-c", FAIL_EVERY_FIFTH_ONCE_BOLT], outputs=[]).shuffle("spout")
     result = run_topology(b.build(base_dir=COMPONENTS), until=all_acked(tmp_path, n))
     assert result.exit_code == 0 and result.stopped_because == "until"
@@ -454,12 +563,17 @@ for line in sys.stdin:  # then a bare bolt: ack every tuple, sync every heartbea
 def test_messages_written_before_the_pid_are_handled_after_the_handshake(tmp_path, caplog):
     n = 20
     b = TopologyBuilder("t", config={"host.shutdown.grace.secs": 1})
-    b.spout("spout", ["python", "ledger_spout.py"], outputs=["sentence"],
-            config={"test.messages": n, "test.ledger": str(tmp_path / "ledger")})
+    b.spout(
+        "spout",
+        ["python", "ledger_spout.py"],
+        outputs=["sentence"],
+        config={"test.messages": n, "test.ledger": str(tmp_path / "ledger")},
+    )
     b.bolt("early", ["python", "-c", LOGS_AND_EMITS_BEFORE_PID_BOLT], outputs=[]).shuffle("spout")
     caplog.set_level(logging.INFO)
-    result = run_topology(b.build(base_dir=COMPONENTS),
-                          until=lambda r: all_acked(tmp_path, n)(r) and r.uptime > 2.5)
+    result = run_topology(
+        b.build(base_dir=COMPONENTS), until=lambda r: all_acked(tmp_path, n)(r) and r.uptime > 2.5
+    )
     assert result.exit_code == 0 and result.stopped_because == "until"
     assert_every_message_acked_once(tmp_path, n)
     comps = result.snapshot["components"]
@@ -498,24 +612,34 @@ def test_spout_is_activated_once_and_deactivated_on_shutdown(tmp_path, caplog):
     assert result.exit_code == 0 and result.stopped_because == "quiescent"
     assert result.acked == {"spout": [1]}
     assert result.component_logs("spout") == ["activated", "acked 1", "deactivated"]
-    said = [r.getMessage().split(": ", 1)[1] for r in caplog.records
-            if r.getMessage().startswith("spout[")]
+    said = [
+        r.getMessage().split(": ", 1)[1]
+        for r in caplog.records
+        if r.getMessage().startswith("spout[")
+    ]
     assert said == ["activated", "acked 1", "deactivated"]
 
 
-@pytest.mark.parametrize("mode,expected", [
-    ("ack_unknown", "ack of tuple '12345', which is not pending"),
-    ("unknown_stream", "stream 'nope', which 'split' does not declare"),
-    ("wrong_fields", "emit of 2 values to stream 'default', which declares 1 fields"),
-])
+@pytest.mark.parametrize(
+    "mode,expected",
+    [
+        ("ack_unknown", "ack of tuple '12345', which is not pending"),
+        ("unknown_stream", "stream 'nope', which 'split' does not declare"),
+        ("wrong_fields", "emit of 2 values to stream 'default', which declares 1 fields"),
+    ],
+)
 def test_strict_mode_reports_misuse_and_keeps_the_component(tmp_path, caplog, mode, expected):
     n = 40
-    topology = ledger_topology(tmp_path, ["python", "misuse_bolt.py", mode,
-                                          str(tmp_path / "marker")], n=n,
-                               config={"topology.message.timeout.secs": 2})
+    topology = ledger_topology(
+        tmp_path,
+        ["python", "misuse_bolt.py", mode, str(tmp_path / "marker")],
+        n=n,
+        config={"topology.message.timeout.secs": 2},
+    )
     caplog.set_level(logging.INFO)
-    result = run_topology(topology, until=all_acked(tmp_path, n), strict=True,
-                          clock=FakeClock())  # the 2 s message timeout, in fake time
+    result = run_topology(
+        topology, until=all_acked(tmp_path, n), strict=True, clock=FakeClock()
+    )  # the 2 s message timeout, in fake time
     assert result.exit_code == 0 and result.stopped_because == "until"
     assert_every_message_acked_once(tmp_path, n)
     split = result.snapshot["components"]["split"]
@@ -548,14 +672,16 @@ for line in sys.stdin:
 
 
 def test_strict_mode_reports_a_missing_sync(tmp_path, caplog):
-    b = TopologyBuilder("t", config={"host.shutdown.grace.secs": 0.5,
-                                     "topology.subprocess.timeout.secs": 60})
+    b = TopologyBuilder(
+        "t", config={"host.shutdown.grace.secs": 0.5, "topology.subprocess.timeout.secs": 60}
+    )
     b.spout("spout", ["python", "-c", FORGETS_SYNC_ONCE_SPOUT], outputs=["x"])
     b.bolt("sink", ["python", "sink_bolt.py", str(tmp_path / "s")], outputs=[]).shuffle("spout")
     sup = Supervisor(b.build(base_dir=COMPONENTS), strict=True)
     caplog.set_level(logging.INFO)
     sup.run(3.5)
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
-    assert any(e.startswith("spout[") and "no sync" in e and "1 emits since" in e
-               for e in errors), errors
+    assert any(
+        e.startswith("spout[") and "no sync" in e and "1 emits since" in e for e in errors
+    ), errors
     assert sup.snapshot()["components"]["spout"]["restarts"] == 0

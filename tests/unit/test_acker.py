@@ -141,6 +141,7 @@ def test_max_pending_counts_per_spout_task():
 
 # ---- property: a root is acked iff every tuple of its tree was acked and none failed --------
 
+
 @st.composite
 def trees(draw):
     """A random tuple tree: node 0 is the spout tuple; every other node has a parent; plus a
@@ -185,6 +186,7 @@ def test_property_root_acked_iff_all_acked(tree):
 
 
 # ---- many spout tasks, reused slots, compaction ----------------------------------------------
+
 
 def test_roots_of_several_spout_tasks_stay_apart():
     acker, _ = make()
@@ -321,6 +323,7 @@ def test_a_full_slot_table_refuses_to_open(monkeypatch):
 
 # ---- property: the acker behaves as the plain ledger it encodes ------------------------------
 
+
 class Ledger:
     """The acker's semantics written as plainly as possible: one [xor, task, msg_id] list per
     root, in the same rotating buckets."""
@@ -415,8 +418,11 @@ def test_property_acker_matches_the_plain_ledger(data, sample, small_compaction)
     acker_module.COMPACT_MIN = 2 if small_compaction else saved
     try:
         for _ in range(data.draw(st.integers(1, 60))):
-            op = data.draw(st.sampled_from(["open", "open", "add", "ack", "ack", "ack", "fail",
-                                            "drop", "tick"]))
+            op = data.draw(
+                st.sampled_from(
+                    ["open", "open", "add", "ack", "ack", "ack", "fail", "drop", "tick"]
+                )
+            )
             if op == "open" or not roots:
                 task = data.draw(st.sampled_from(tasks))
                 xor = data.draw(st.one_of(st.just(0), ids64))
@@ -434,8 +440,7 @@ def test_property_acker_matches_the_plain_ledger(data, sample, small_compaction)
             elif op == "ack":
                 # mostly the XOR that completes the first root picked, so that roots do complete
                 value = ledger.value(picked[0])
-                xor = value if value is not None and data.draw(st.booleans()) else \
-                    data.draw(ids64)
+                xor = value if value is not None and data.draw(st.booleans()) else data.draw(ids64)
                 got, want = acker.ack(picked, xor) or [], ledger.ack(picked, xor)
             elif op == "fail":
                 got, want = acker.fail(picked), ledger.fail(picked)

@@ -18,11 +18,11 @@ from multilang.codec import (
     ProtocolError,
     TupleEncoder,
     dumps,
-    values_json,
     encode,
     host_message,
     loads,
     to_wire,
+    values_json,
 )
 from multilang.messages import (
     Ack,
@@ -55,12 +55,18 @@ def implementation(request, monkeypatch):
 
 # Integers well beyond 64 bits: Storm >= 2.6 accepts them, so must we.
 ints = st.integers(min_value=-(2**100), max_value=2**100)
-scalars = st.none() | st.booleans() | ints | st.floats(allow_nan=False, allow_infinity=False) \
+scalars = (
+    st.none()
+    | st.booleans()
+    | ints
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=20)
+)
 json_values = st.recursive(
     scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
-                                                                max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
     max_leaves=12,
 )
 ids = st.text(min_size=1, max_size=20) | ints
@@ -80,10 +86,15 @@ def emits(draw) -> Emit:
     )
 
 
-unknown_commands = st.text(min_size=1, max_size=10).filter(
-    lambda c: c not in {"emit", "ack", "fail", "log", "error", "metrics", "sync"}
-).flatmap(lambda c: st.fixed_dictionaries({"command": st.just(c), "x": json_values}).map(
-    lambda raw: UnknownCommand(raw["command"], raw)))
+unknown_commands = (
+    st.text(min_size=1, max_size=10)
+    .filter(lambda c: c not in {"emit", "ack", "fail", "log", "error", "metrics", "sync"})
+    .flatmap(
+        lambda c: st.fixed_dictionaries({"command": st.just(c), "x": json_values}).map(
+            lambda raw: UnknownCommand(raw["command"], raw)
+        )
+    )
+)
 
 component_messages = st.one_of(
     emits(),
@@ -108,8 +119,7 @@ def framed(draw, message) -> bytes:
     if draw(st.booleans()):
         text = dumps(wire)
     else:
-        text = json.dumps(wire, indent=draw(st.integers(0, 3)),
-                          ensure_ascii=draw(st.booleans()))
+        text = json.dumps(wire, indent=draw(st.integers(0, 3)), ensure_ascii=draw(st.booleans()))
     body = text.encode("utf-8").replace(b"\n", eol)
     blank = eol * draw(st.integers(0, 1))
     return blank + body + eol + b"end" + eol
@@ -142,8 +152,12 @@ def comparable(message):
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data(), messages=st.lists(component_messages, min_size=1, max_size=8),
-       pid=st.integers(1, 2**22), cuts=st.lists(st.integers(0, 10**6), max_size=12))
+@given(
+    data=st.data(),
+    messages=st.lists(component_messages, min_size=1, max_size=8),
+    pid=st.integers(1, 2**22),
+    cuts=st.lists(st.integers(0, 10**6), max_size=12),
+)
 def test_random_streams_decode_to_the_same_messages(data, messages, pid, cuts):
     stream = data.draw(framed(Pid(pid))) + b"".join(data.draw(framed(m)) for m in messages)
     decoded = feed_all(ComponentDecoder(), split_at(stream, cuts))
@@ -154,7 +168,7 @@ def test_random_streams_decode_to_the_same_messages(data, messages, pid, cuts):
 @given(messages=st.lists(component_messages, min_size=1, max_size=20))
 def test_byte_by_byte_feeding(messages):
     stream = encode(Pid(7)) + b"".join(encode(m) for m in messages)
-    decoded = feed_all(ComponentDecoder(), [stream[i:i + 1] for i in range(len(stream))])
+    decoded = feed_all(ComponentDecoder(), [stream[i : i + 1] for i in range(len(stream))])
     assert [comparable(m) for m in decoded] == [Pid(7)] + [comparable(m) for m in messages]
 
 
@@ -164,7 +178,8 @@ def test_emit_defaults_and_variants():
         b'{"command":"emit","tuple":[1]}\nend\n'
         b'{"command":"emit","tuple":[],"anchors":"a1"}\nend\n'
         b'{"command":"emit","tuple":[],"task":0}\nend\n'
-        b'{"command":"emit","tuple":[],"stream":null,"anchors":null,"need_task_ids":null}\nend\n')
+        b'{"command":"emit","tuple":[],"stream":null,"anchors":null,"need_task_ids":null}\nend\n'
+    )
     assert plain == Emit([1], "default", (), None, True, None)
     assert single_anchor.anchors == ("a1",)
     assert not_direct.task is None  # Storm: task 0 means "not direct"
@@ -173,23 +188,28 @@ def test_emit_defaults_and_variants():
 
 def test_log_levels_default_to_info():
     d = ComponentDecoder(awaiting_pid=False)
-    msgs = d.feed(b'{"command":"log","msg":"a"}\nend\n{"command":"log","msg":"b","level":9}\nend\n'
-                  b'{"command":"log","msg":"c","level":3.0}\nend\n')
+    msgs = d.feed(
+        b'{"command":"log","msg":"a"}\nend\n{"command":"log","msg":"b","level":9}\nend\n'
+        b'{"command":"log","msg":"c","level":3.0}\nend\n'
+    )
     assert msgs == [Log("a", 2), Log("b", 2), Log("c", 3)]
 
 
 def test_big_integers_beyond_64_bits_are_accepted():
     big = 2**64 + 12345
     [msg] = ComponentDecoder(awaiting_pid=False).feed(
-        b'{"command":"emit","tuple":[%d, -%d],"id":%d}\nend\n' % (big, big, big * 10**20))
+        b'{"command":"emit","tuple":[%d, -%d],"id":%d}\nend\n' % (big, big, big * 10**20)
+    )
     assert msg.values == [big, -big]
     assert msg.id == big * 10**20
 
 
 def test_messages_before_the_pid_are_returned_in_order():
     d = ComponentDecoder()
-    msgs = d.feed(b'{"command":"log","msg":"early"}\nend\n{"command":"emit","tuple":["x"]}\nend\n'
-                  b'{"pid":99}\nend\n{"command":"sync"}\nend\n')
+    msgs = d.feed(
+        b'{"command":"log","msg":"early"}\nend\n{"command":"emit","tuple":["x"]}\nend\n'
+        b'{"pid":99}\nend\n{"command":"sync"}\nend\n'
+    )
     assert [type(m) for m in msgs] == [Log, Emit, Pid, Sync]
     assert msgs[2] == Pid(99)
     assert not d.awaiting_pid
@@ -231,31 +251,37 @@ def _error(data: bytes, awaiting_pid: bool = False) -> ProtocolError:
     return err.value
 
 
-@pytest.mark.parametrize("payload, reason", [
-    (b'["not", "an", "object"]', "not a JSON object"),
-    (b'"hello"', "not a JSON object"),
-    (b'42', "not a JSON object"),
-    (b'{"msg":"no command"}', "without a `command`"),
-    (b'{"command":7}', "`command` is not a string"),
-    (b'{"command":"emit"}', "without a `tuple`"),
-    (b'{"command":"emit","tuple":{"a":1}}', "without a `tuple`"),
-    (b'{"command":"emit","tuple":[],"stream":5}', "`stream` that is not a string"),
-    (b'{"command":"emit","tuple":[],"anchors":[1]}', "anchor that is not a string"),
-    (b'{"command":"emit","tuple":[],"anchors":{"a":1}}', "`anchors` that is not a list"),
-    (b'{"command":"emit","tuple":[],"task":"3"}', "`task` that is not an integer"),
-    (b'{"command":"emit","tuple":[],"task":3.5}', "`task` that is not an integer"),
-    (b'{"command":"emit","tuple":[],"need_task_ids":"no"}', "`need_task_ids` that is not a bool"),
-    (b'{"command":"emit","tuple":[],"need_task_ids":0}', "`need_task_ids` that is not a bool"),
-    (b'{"command":"ack"}', "ack without an `id`"),
-    (b'{"command":"fail"}', "fail without an `id`"),
-    (b'{"command":"metrics","params":1}', "metrics without a `name`"),
-    (b'{"command":"metrics","name":""}', "metrics without a `name`"),
-    (b'{"command":"sync"', "invalid JSON"),
-    (b'hello world\n{"command":"sync"}', "invalid JSON"),
-    (b'{"command":"log","msg":"\xff\xfe"}', "invalid JSON"),  # invalid UTF-8
-    (b'', "empty message"),
-    (b'  \n ', "empty message"),
-])
+@pytest.mark.parametrize(
+    "payload, reason",
+    [
+        (b'["not", "an", "object"]', "not a JSON object"),
+        (b'"hello"', "not a JSON object"),
+        (b"42", "not a JSON object"),
+        (b'{"msg":"no command"}', "without a `command`"),
+        (b'{"command":7}', "`command` is not a string"),
+        (b'{"command":"emit"}', "without a `tuple`"),
+        (b'{"command":"emit","tuple":{"a":1}}', "without a `tuple`"),
+        (b'{"command":"emit","tuple":[],"stream":5}', "`stream` that is not a string"),
+        (b'{"command":"emit","tuple":[],"anchors":[1]}', "anchor that is not a string"),
+        (b'{"command":"emit","tuple":[],"anchors":{"a":1}}', "`anchors` that is not a list"),
+        (b'{"command":"emit","tuple":[],"task":"3"}', "`task` that is not an integer"),
+        (b'{"command":"emit","tuple":[],"task":3.5}', "`task` that is not an integer"),
+        (
+            b'{"command":"emit","tuple":[],"need_task_ids":"no"}',
+            "`need_task_ids` that is not a bool",
+        ),
+        (b'{"command":"emit","tuple":[],"need_task_ids":0}', "`need_task_ids` that is not a bool"),
+        (b'{"command":"ack"}', "ack without an `id`"),
+        (b'{"command":"fail"}', "fail without an `id`"),
+        (b'{"command":"metrics","params":1}', "metrics without a `name`"),
+        (b'{"command":"metrics","name":""}', "metrics without a `name`"),
+        (b'{"command":"sync"', "invalid JSON"),
+        (b'hello world\n{"command":"sync"}', "invalid JSON"),
+        (b'{"command":"log","msg":"\xff\xfe"}', "invalid JSON"),  # invalid UTF-8
+        (b"", "empty message"),
+        (b"  \n ", "empty message"),
+    ],
+)
 def test_bad_messages(payload, reason):
     good = b'{"command":"sync"}\nend\n{"command":"ack","id":"1"}\nend\n'
     err = _error(good + payload + b"\nend\n" + good)
@@ -268,9 +294,11 @@ def test_a_batch_with_what_ujson_refuses_is_parsed_exactly():
     # the batch parse fails on NaN and integers beyond 64 bits; the frame-by-frame retry takes
     # them (as Storm's parser does), keeping the messages around them
     big = 2**70
-    stream = (b'{"pid":1}\nend\n{"command":"emit","tuple":[1.5,"a/\xc3\xa9"],"need_task_ids":false}'
-              b'\nend\n{"command":"emit","tuple":[NaN,%d]}\nend\n{"command":"ack","id":"7"}'
-              b'\nend\n' % big)
+    stream = (
+        b'{"pid":1}\nend\n{"command":"emit","tuple":[1.5,"a/\xc3\xa9"],"need_task_ids":false}'
+        b'\nend\n{"command":"emit","tuple":[NaN,%d]}\nend\n{"command":"ack","id":"7"}'
+        b"\nend\n" % big
+    )
     messages = ComponentDecoder().feed(stream)
     assert messages[:2] == [Pid(1), Emit([1.5, "a/é"], need_task_ids=False)]
     nan, number = messages[2].values
@@ -316,26 +344,41 @@ def test_frame_limit_keeps_the_messages_before_it():
 
 def test_a_frame_just_under_the_limit_is_fine():
     msg = b'{"command":"log","msg":"' + b"m" * 60 + b'"}'
-    assert ComponentDecoder(max_frame=len(msg), awaiting_pid=False).feed(msg + b"\nend\n") == \
-        [Log("m" * 60, 2)]
+    assert ComponentDecoder(max_frame=len(msg), awaiting_pid=False).feed(msg + b"\nend\n") == [
+        Log("m" * 60, 2)
+    ]
 
 
 # ---- host -> component --------------------------------------------------------------------------
 
 host_messages = st.one_of(
-    st.builds(Handshake, st.text(max_size=30),
-              st.dictionaries(st.text(max_size=10), json_values, max_size=4),
-              st.dictionaries(st.text(max_size=10), json_values, max_size=4)),
-    st.builds(TupleMessage, st.text(max_size=20), st.none() | st.text(max_size=10),
-              st.text(max_size=10), ints, st.lists(json_values, max_size=5)),
-    st.builds(SpoutCommand, st.sampled_from(["next", "activate", "deactivate", "ack", "fail"]),
-              json_values),
+    st.builds(
+        Handshake,
+        st.text(max_size=30),
+        st.dictionaries(st.text(max_size=10), json_values, max_size=4),
+        st.dictionaries(st.text(max_size=10), json_values, max_size=4),
+    ),
+    st.builds(
+        TupleMessage,
+        st.text(max_size=20),
+        st.none() | st.text(max_size=10),
+        st.text(max_size=10),
+        ints,
+        st.lists(json_values, max_size=5),
+    ),
+    st.builds(
+        SpoutCommand,
+        st.sampled_from(["next", "activate", "deactivate", "ack", "fail"]),
+        json_values,
+    ),
     st.builds(TaskIds, st.lists(st.integers(-5, 10**6), max_size=5)),
 )
 
 
-@given(messages=st.lists(host_messages, min_size=1, max_size=8),
-       cuts=st.lists(st.integers(0, 10**6), max_size=10))
+@given(
+    messages=st.lists(host_messages, min_size=1, max_size=8),
+    cuts=st.lists(st.integers(0, 10**6), max_size=10),
+)
 def test_host_messages_round_trip(messages, cuts):
     stream = b"".join(encode(m) for m in messages)
     assert feed_all(HostDecoder(), split_at(stream, cuts)) == messages
@@ -359,13 +402,22 @@ def test_host_encoding_keeps_non_ascii_raw_and_slashes_plain():
 
 def test_heartbeat_keeps_its_null_component():
     data = encode(TupleMessage("5", None, "__heartbeat", -1, []))
-    assert json.loads(data[:-5]) == {"id": "5", "comp": None, "stream": "__heartbeat",
-                                     "task": -1, "tuple": []}
+    assert json.loads(data[:-5]) == {
+        "id": "5",
+        "comp": None,
+        "stream": "__heartbeat",
+        "task": -1,
+        "tuple": [],
+    }
 
 
-@given(tuple_id=st.integers(1, 2**64 - 1), comp=st.none() | st.text(max_size=10),
-       stream=st.text(max_size=10), task=st.integers(-1, 10**5),
-       values=st.lists(json_values, max_size=5))
+@given(
+    tuple_id=st.integers(1, 2**64 - 1),
+    comp=st.none() | st.text(max_size=10),
+    stream=st.text(max_size=10),
+    task=st.integers(-1, 10**5),
+    values=st.lists(json_values, max_size=5),
+)
 def test_tuple_encoder_matches_the_decoder(tuple_id, comp, stream, task, values):
     encoder = TupleEncoder()
     data = encoder.encode(tuple_id, comp, stream, task, values_json(values))
@@ -413,9 +465,10 @@ class OneByOneHostDecoder:
             try:
                 out.append(host_message(loads(payload)))
             except ValueError as exc:
-                self.backlog = payloads[i + 1:]
-                reason = exc.reason if isinstance(exc, ProtocolError) else \
-                    "invalid JSON from the host"
+                self.backlog = payloads[i + 1 :]
+                reason = (
+                    exc.reason if isinstance(exc, ProtocolError) else "invalid JSON from the host"
+                )
                 raise ProtocolError(reason, payload, out) from None
         return out
 
@@ -436,26 +489,30 @@ def decode_events(decoder, chunks: list[bytes]) -> list:
     return events
 
 
-odd_host_frames = st.sampled_from([
-    b"{nope\nend\n",                                  # invalid JSON
-    b"\nend\n",                                       # empty message
-    b"end\n",                                         # an empty message at a line start
-    b'{"surprise":1}\nend\n',                         # valid JSON, not a host message
-    b"7\nend\n",                                      # a scalar
-    b'"unterminated\nend\n',
-    b"[1,\nend\n",
-    b'{"command":"next","id":""}\r\nend\r\n',        # another line ending
-    b'{"command":\n"next"}\nend\n',                   # JSON spread over lines
-    b'{"command":"ack","id":123456789012345678901234567890}\nend\n',  # beyond 64 bits
-    b'{"id":"1","comp":"s","stream":"default","task":2,"tuple":[NaN]}\nend\n',
-    b"[1,2] [3]\nend\n",                              # two values in one frame
-])
+odd_host_frames = st.sampled_from(
+    [
+        b"{nope\nend\n",  # invalid JSON
+        b"\nend\n",  # empty message
+        b"end\n",  # an empty message at a line start
+        b'{"surprise":1}\nend\n',  # valid JSON, not a host message
+        b"7\nend\n",  # a scalar
+        b'"unterminated\nend\n',
+        b"[1,\nend\n",
+        b'{"command":"next","id":""}\r\nend\r\n',  # another line ending
+        b'{"command":\n"next"}\nend\n',  # JSON spread over lines
+        b'{"command":"ack","id":123456789012345678901234567890}\nend\n',  # beyond 64 bits
+        b'{"id":"1","comp":"s","stream":"default","task":2,"tuple":[NaN]}\nend\n',
+        b"[1,2] [3]\nend\n",  # two values in one frame
+    ]
+)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(frames=st.lists(host_messages.map(encode) | odd_host_frames, min_size=1, max_size=10),
-       cuts=st.lists(st.integers(0, 10**6), max_size=10),
-       max_frame=st.sampled_from([DEFAULT_MAX_FRAME, 60]))
+@given(
+    frames=st.lists(host_messages.map(encode) | odd_host_frames, min_size=1, max_size=10),
+    cuts=st.lists(st.integers(0, 10**6), max_size=10),
+    max_frame=st.sampled_from([DEFAULT_MAX_FRAME, 60]),
+)
 def test_host_decoder_matches_the_one_by_one_reference(frames, cuts, max_frame):
     chunks = split_at(b"".join(frames), cuts)
     got = decode_events(HostDecoder(max_frame), chunks)
@@ -469,9 +526,11 @@ def test_host_decoder_parses_a_read_that_ends_inside_a_frame():
     d = HostDecoder()
     first = d.feed(data[:-7])
     assert first == tuples[:4]
-    assert d.framer.pending == data[len(b"".join(encode(t) for t in tuples[:4])):-7]
-    assert d.feed(data[-7:] + encode(SpoutCommand("next", ""))) == \
-        [tuples[4], SpoutCommand("next", "")]
+    assert d.framer.pending == data[len(b"".join(encode(t) for t in tuples[:4])) : -7]
+    assert d.feed(data[-7:] + encode(SpoutCommand("next", ""))) == [
+        tuples[4],
+        SpoutCommand("next", ""),
+    ]
     assert d.framer.pending == b""
 
 
@@ -490,8 +549,7 @@ def test_host_decoder_builds_tuples_as_the_given_type():
     class Mine(TupleMessage):
         __slots__ = ()
 
-    data = encode(TupleMessage("1", "s", "default", 2, ["a"])) + \
-        encode(SpoutCommand("ack", 5))
+    data = encode(TupleMessage("1", "s", "default", 2, ["a"])) + encode(SpoutCommand("ack", 5))
     for chunks in ([data], [data[:10], data[10:]], [bytes([b]) for b in data]):
         got = feed_all(HostDecoder(tuple_type=Mine), chunks)
         assert [type(m) for m in got] == [Mine, SpoutCommand]
@@ -503,15 +561,18 @@ def test_host_decoder_builds_tuples_as_the_given_type():
 # ---- encode errors ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("message", [
-    Log("lone \ud800 surrogate"),
-    Emit(["ok", "\udc00"]),
-    Emit([object()]),
-    Emit([b"bytes are not JSON"]),
-    Emit([{1, 2}]),
-    Metrics("m", object()),
-    TupleMessage("1", "s", "default", 1, ["\ud83d"]),
-])
+@pytest.mark.parametrize(
+    "message",
+    [
+        Log("lone \ud800 surrogate"),
+        Emit(["ok", "\udc00"]),
+        Emit([object()]),
+        Emit([b"bytes are not JSON"]),
+        Emit([{1, 2}]),
+        Metrics("m", object()),
+        TupleMessage("1", "s", "default", 1, ["\ud83d"]),
+    ],
+)
 def test_encode_errors(message):
     with pytest.raises(EncodeError):
         encode(message)
@@ -526,5 +587,7 @@ def test_big_integers_encode_exactly():
 def test_dumps_writes_html_characters_and_slashes_raw():
     # Storm's own output keeps `<`, `>`, `&` raw; only the keyword-free fast path could get the
     # options wrong, so check the bytes, not just the decoded value
-    assert dumps({"task->component": "<a href='/x'>&</a>"}) == \
-        '{"task->component":"<a href=\'/x\'>&</a>"}'
+    assert (
+        dumps({"task->component": "<a href='/x'>&</a>"})
+        == '{"task->component":"<a href=\'/x\'>&</a>"}'
+    )

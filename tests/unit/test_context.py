@@ -11,28 +11,69 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from host import config as cfg
-from host.context import (HandshakeCache, TaskMap, assign_tasks, build_conf, build_context,
-                          grouping_json)
+from host.context import (
+    HandshakeCache,
+    TaskMap,
+    assign_tasks,
+    build_conf,
+    build_context,
+    grouping_json,
+)
 from host.errors import TopologyError
-from host.model import (ALL, BOLT, DIRECT, FIELDS, GLOBAL, LOCAL_OR_SHUFFLE, NONE, PARTIAL_KEY,
-                        SHUFFLE, SPOUT, Component, Grouping, Input, Topology)
+from host.model import (
+    ALL,
+    BOLT,
+    DIRECT,
+    FIELDS,
+    GLOBAL,
+    LOCAL_OR_SHUFFLE,
+    NONE,
+    PARTIAL_KEY,
+    SHUFFLE,
+    SPOUT,
+    Component,
+    Grouping,
+    Input,
+    Topology,
+)
 from host.topology import TopologyBuilder
 
 FIXTURES = Path(__file__).parent / "topologies"
 SCRIPT = ["python", "sentences.py"]  # exists in FIXTURES
 
-CONTEXT_KEYS = {"taskid", "componentid", "task->component", "streams", "stream->outputfields",
-                "stream->target->grouping", "source->stream->grouping", "source->stream->fields"}
+CONTEXT_KEYS = {
+    "taskid",
+    "componentid",
+    "task->component",
+    "streams",
+    "stream->outputfields",
+    "stream->target->grouping",
+    "source->stream->grouping",
+    "source->stream->fields",
+}
 
 
 def spout(id: str, outputs=None, parallelism: int = 1, config=None) -> Component:
-    return Component(id, SPOUT, tuple(SCRIPT), outputs or {"default": ("x",)},
-                     parallelism=parallelism, config=config or {})
+    return Component(
+        id,
+        SPOUT,
+        tuple(SCRIPT),
+        outputs or {"default": ("x",)},
+        parallelism=parallelism,
+        config=config or {},
+    )
 
 
 def bolt(id: str, inputs=(), outputs=None, parallelism: int = 1, config=None) -> Component:
-    return Component(id, BOLT, tuple(SCRIPT), outputs or {}, tuple(inputs),
-                     parallelism=parallelism, config=config or {})
+    return Component(
+        id,
+        BOLT,
+        tuple(SCRIPT),
+        outputs or {},
+        tuple(inputs),
+        parallelism=parallelism,
+        config=config or {},
+    )
 
 
 def shuffle(source: str, stream: str = "default") -> Input:
@@ -50,6 +91,7 @@ def wordcount(config=None) -> Topology:
 
 # ---- task numbering -----------------------------------------------------------------------------
 
+
 def test_tasks_with_the_acker():
     t = Topology("t", (bolt("b", [shuffle("a")], parallelism=2), spout("a")))
     tasks = assign_tasks(t)
@@ -61,54 +103,81 @@ def test_tasks_with_the_acker():
 
 
 def test_tasks_without_the_acker():
-    t = Topology("t", (spout("a"), bolt("b", [shuffle("a")], parallelism=2)),
-                 config={"topology.acker.executors": 0})
+    t = Topology(
+        "t",
+        (spout("a"), bolt("b", [shuffle("a")], parallelism=2)),
+        config={"topology.acker.executors": 0},
+    )
     assert assign_tasks(t).task_to_component == {1: "a", 2: "b", 3: "b"}
 
 
 def test_several_acker_tasks():
-    t = Topology("t", (spout("a"), bolt("b", [shuffle("a")], parallelism=2)),
-                 config={"topology.acker.executors": 2})
+    t = Topology(
+        "t",
+        (spout("a"), bolt("b", [shuffle("a")], parallelism=2)),
+        config={"topology.acker.executors": 2},
+    )
     assert assign_tasks(t).component_tasks == {"__acker": (1, 2), "a": (3,), "b": (4, 5)}
 
 
 def test_tasks_follow_code_point_order_of_ids():
     # upper case < '_' < lower case, as Storm sorts
-    t = Topology("t", (spout("zeta"), spout("Alpha", parallelism=2), spout("beta"),
-                       spout("_x")))
+    t = Topology("t", (spout("zeta"), spout("Alpha", parallelism=2), spout("beta"), spout("_x")))
     assert assign_tasks(t).task_to_component == {
-        1: "Alpha", 2: "Alpha", 3: "__acker", 4: "_x", 5: "beta", 6: "zeta"}
+        1: "Alpha",
+        2: "Alpha",
+        3: "__acker",
+        4: "_x",
+        5: "beta",
+        6: "zeta",
+    }
 
 
 # ---- groupings in the context -------------------------------------------------------------------
 
-@pytest.mark.parametrize("grouping, encoded", [
-    (Grouping(FIELDS, ("word", "n")), {"type": "FIELDS", "fields": ["word", "n"]}),
-    (Grouping(GLOBAL), {"type": "FIELDS", "fields": []}),
-    (Grouping(SHUFFLE), {"type": "SHUFFLE"}),
-    (Grouping(ALL), {"type": "ALL"}),
-    (Grouping(NONE), {"type": "NONE"}),
-    (Grouping(DIRECT), {"type": "DIRECT"}),
-    (Grouping(LOCAL_OR_SHUFFLE), {"type": "LOCAL_OR_SHUFFLE"}),
-    (Grouping(PARTIAL_KEY, ("word",)), {"type": "CUSTOM_SERIALIZED"}),
-])
+
+@pytest.mark.parametrize(
+    "grouping, encoded",
+    [
+        (Grouping(FIELDS, ("word", "n")), {"type": "FIELDS", "fields": ["word", "n"]}),
+        (Grouping(GLOBAL), {"type": "FIELDS", "fields": []}),
+        (Grouping(SHUFFLE), {"type": "SHUFFLE"}),
+        (Grouping(ALL), {"type": "ALL"}),
+        (Grouping(NONE), {"type": "NONE"}),
+        (Grouping(DIRECT), {"type": "DIRECT"}),
+        (Grouping(LOCAL_OR_SHUFFLE), {"type": "LOCAL_OR_SHUFFLE"}),
+        (Grouping(PARTIAL_KEY, ("word",)), {"type": "CUSTOM_SERIALIZED"}),
+    ],
+)
 def test_grouping_json(grouping, encoded):
     assert grouping_json(grouping) == encoded
 
 
 # ---- context ------------------------------------------------------------------------------------
 
+
 def test_context_of_the_split_bolt_of_spec_15_1():
     t = wordcount()
     tasks = assign_tasks(t)
-    assert tasks.task_to_component == {1: "__acker", 2: "count", 3: "count", 4: "sentences",
-                                       5: "split"}
+    assert tasks.task_to_component == {
+        1: "__acker",
+        2: "count",
+        3: "count",
+        4: "sentences",
+        5: "split",
+    }
     context = build_context(t, tasks, "split", 5)
     # as in §15.1, except that our task ids follow Storm's numbering rule exactly
     assert context == {
-        "taskid": 5, "componentid": "split",
-        "task->component": {"1": "__acker", "2": "count", "3": "count", "4": "sentences",
-                            "5": "split"},
+        "taskid": 5,
+        "componentid": "split",
+        "task->component": {
+            "1": "__acker",
+            "2": "count",
+            "3": "count",
+            "4": "sentences",
+            "5": "split",
+        },
         "streams": ["default"],
         "stream->outputfields": {"default": ["word"]},
         "stream->target->grouping": {"default": {"count": {"type": "FIELDS", "fields": ["word"]}}},
@@ -123,8 +192,12 @@ def test_spout_context_has_every_key_and_no_sources():
     tasks = assign_tasks(t)
     context = build_context(t, tasks, t.component("sentences"), 3)
     assert set(context) == CONTEXT_KEYS
-    assert context["task->component"] == {"1": "count", "2": "count", "3": "sentences",
-                                          "4": "split"}
+    assert context["task->component"] == {
+        "1": "count",
+        "2": "count",
+        "3": "sentences",
+        "4": "split",
+    }
     assert context["source->stream->grouping"] == {}
     assert context["source->stream->fields"] == {}
     assert context["stream->target->grouping"] == {"default": {"split": {"type": "SHUFFLE"}}}
@@ -132,26 +205,36 @@ def test_spout_context_has_every_key_and_no_sources():
 
 def test_context_streams_targets_and_source_fields():
     a = spout("a", outputs={"default": ("w", "n"), "errors": ("reason",), "quiet": ()})
-    b = bolt("b", [Input("a", "errors", Grouping(GLOBAL))],
-             outputs={"default": ("x",), "side": ("y", "z")})
+    b = bolt(
+        "b",
+        [Input("a", "errors", Grouping(GLOBAL))],
+        outputs={"default": ("x",), "side": ("y", "z")},
+    )
     c = bolt("c", [Input("a", "errors", Grouping(ALL)), Input("b", "side", Grouping(DIRECT))])
     t = Topology("t", (a, b, c))
     tasks = assign_tasks(t)
     ctx_a = build_context(t, tasks, "a", tasks.tasks_of("a")[0])
     assert ctx_a["streams"] == ["default", "errors", "quiet"]
-    assert ctx_a["stream->outputfields"] == {"default": ["w", "n"], "errors": ["reason"],
-                                             "quiet": []}
+    assert ctx_a["stream->outputfields"] == {
+        "default": ["w", "n"],
+        "errors": ["reason"],
+        "quiet": [],
+    }
     # only streams with subscribers
     assert ctx_a["stream->target->grouping"] == {
-        "errors": {"b": {"type": "FIELDS", "fields": []}, "c": {"type": "ALL"}}}
+        "errors": {"b": {"type": "FIELDS", "fields": []}, "c": {"type": "ALL"}}
+    }
     ctx_c = build_context(t, tasks, "c", tasks.tasks_of("c")[0])
     assert ctx_c["streams"] == [] and ctx_c["stream->target->grouping"] == {}
-    assert ctx_c["source->stream->grouping"] == {"a": {"errors": {"type": "ALL"}},
-                                                 "b": {"side": {"type": "DIRECT"}}}
+    assert ctx_c["source->stream->grouping"] == {
+        "a": {"errors": {"type": "ALL"}},
+        "b": {"side": {"type": "DIRECT"}},
+    }
     # every stream of every source, with the exact declared fields
     assert ctx_c["source->stream->fields"] == {
         "a": {"default": ["w", "n"], "errors": ["reason"], "quiet": []},
-        "b": {"default": ["x"], "side": ["y", "z"]}}
+        "b": {"default": ["x"], "side": ["y", "z"]},
+    }
 
 
 def test_context_for_a_task_of_another_component_is_refused():
@@ -161,6 +244,7 @@ def test_context_for_a_task_of_another_component_is_refused():
 
 
 # ---- conf ---------------------------------------------------------------------------------------
+
 
 def test_conf_has_what_storm_and_the_libraries_expect():
     t = wordcount({"topology.max.spout.pending": 100, "app.greeting": "hi"})
@@ -204,20 +288,34 @@ def test_handshake_cache_matches_the_functions_and_hands_out_copies():
 # ---- property: task maps and contexts agree -----------------------------------------------------
 
 ids = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,5}", fullmatch=True).filter(
-    lambda s: not s.startswith("__"))
-GROUPINGS = [Grouping(SHUFFLE), Grouping(ALL), Grouping(GLOBAL), Grouping(NONE), Grouping(DIRECT),
-             Grouping(LOCAL_OR_SHUFFLE), Grouping(FIELDS, ("a",)), Grouping(PARTIAL_KEY, ("a",))]
+    lambda s: not s.startswith("__")
+)
+GROUPINGS = [
+    Grouping(SHUFFLE),
+    Grouping(ALL),
+    Grouping(GLOBAL),
+    Grouping(NONE),
+    Grouping(DIRECT),
+    Grouping(LOCAL_OR_SHUFFLE),
+    Grouping(FIELDS, ("a",)),
+    Grouping(PARTIAL_KEY, ("a",)),
+]
 
 
 @st.composite
 def topologies(draw) -> Topology:
     names = draw(st.lists(ids, min_size=1, max_size=6, unique=True))
     n_spouts = draw(st.integers(1, len(names)))
-    outputs = {n: {s: ("a", "b") for s in draw(st.lists(st.sampled_from(["default", "s1"]),
-                                                         min_size=1, unique=True))}
-               for n in names}
-    b = TopologyBuilder("prop", config={"topology.acker.executors":
-                                        draw(st.sampled_from([None, 0, 1, 3]))})
+    outputs = {
+        n: {
+            s: ("a", "b")
+            for s in draw(st.lists(st.sampled_from(["default", "s1"]), min_size=1, unique=True))
+        }
+        for n in names
+    }
+    b = TopologyBuilder(
+        "prop", config={"topology.acker.executors": draw(st.sampled_from([None, 0, 1, 3]))}
+    )
     for i, name in enumerate(names):
         parallelism = draw(st.integers(1, 4))
         if i < n_spouts:
@@ -225,8 +323,9 @@ def topologies(draw) -> Topology:
             continue
         declarer = b.bolt(name, SCRIPT, outputs[name], parallelism)
         pairs = [(src, s) for src in names for s in outputs[src]]
-        for src, stream in draw(st.lists(st.sampled_from(pairs), min_size=1, max_size=3,
-                                         unique=True)):
+        for src, stream in draw(
+            st.lists(st.sampled_from(pairs), min_size=1, max_size=3, unique=True)
+        ):
             g = draw(st.sampled_from(GROUPINGS))
             declarer.grouping(src, g.type, g.fields, stream)
     return b.build(base_dir=FIXTURES)
@@ -248,8 +347,11 @@ def check_task_map(t: Topology, tasks: TaskMap) -> None:
 def test_random_topologies_have_consistent_tasks_and_contexts(t):
     tasks = assign_tasks(t)
     check_task_map(t, tasks)
-    contexts = {task: build_context(t, tasks, cid, task)
-                for task, cid in tasks.task_to_component.items() if cid != "__acker"}
+    contexts = {
+        task: build_context(t, tasks, cid, task)
+        for task, cid in tasks.task_to_component.items()
+        if cid != "__acker"
+    }
     expected_map = {str(k): v for k, v in tasks.task_to_component.items()}
     for task, ctx in contexts.items():
         assert set(ctx) == CONTEXT_KEYS
@@ -261,22 +363,34 @@ def test_random_topologies_have_consistent_tasks_and_contexts(t):
             mine = by_component[c.id]["source->stream->grouping"][inp.source][inp.stream]
             theirs = by_component[inp.source]["stream->target->grouping"][inp.stream][c.id]
             assert mine == theirs == grouping_json(inp.grouping)
-            assert (by_component[c.id]["source->stream->fields"][inp.source]
-                    == by_component[inp.source]["stream->outputfields"])
+            assert (
+                by_component[c.id]["source->stream->fields"][inp.source]
+                == by_component[inp.source]["stream->outputfields"]
+            )
 
 
 # ================================================================================================
 # host.config
 # ================================================================================================
 
+
 def test_defaults():
     assert cfg.DEFAULTS == {
-        "topology.message.timeout.secs": 30, "topology.shellbolt.max.pending": 100,
-        "supervisor.worker.timeout.secs": 30, "topology.debug": False,
-        "topology.enable.message.timeouts": True, "host.handshake.timeout.secs": 30,
-        "host.restart.backoff.initial.secs": 0.5, "host.restart.backoff.max.secs": 30,
-        "host.restart.max": 10, "host.restart.window.secs": 60, "host.shutdown.grace.secs": 5,
-        "host.spout.idle.max.sleep.ms": 100, "host.spout.ack.batch": 100, "host.spout.next.depth": 32, "host.bolt.max.in.flight": 1000,
+        "topology.message.timeout.secs": 30,
+        "topology.shellbolt.max.pending": 100,
+        "supervisor.worker.timeout.secs": 30,
+        "topology.debug": False,
+        "topology.enable.message.timeouts": True,
+        "host.handshake.timeout.secs": 30,
+        "host.restart.backoff.initial.secs": 0.5,
+        "host.restart.backoff.max.secs": 30,
+        "host.restart.max": 10,
+        "host.restart.window.secs": 60,
+        "host.shutdown.grace.secs": 5,
+        "host.spout.idle.max.sleep.ms": 100,
+        "host.spout.ack.batch": 100,
+        "host.spout.next.depth": 32,
+        "host.bolt.max.in.flight": 1000,
         "host.acker.latency.sample": 16,
         "host.max.frame.bytes": 16 * 1024 * 1024,
     }
@@ -294,7 +408,9 @@ def test_accessors_on_an_empty_config():
     assert cfg.debug(empty) is False and cfg.message_timeouts_enabled(empty) is True
     assert cfg.handshake_timeout_secs(empty) == 30
     assert (cfg.restart_backoff_initial_secs(empty), cfg.restart_backoff_max_secs(empty)) == (
-        0.5, 30)
+        0.5,
+        30,
+    )
     assert (cfg.restart_max(empty), cfg.restart_window_secs(empty)) == (10, 60)
     assert cfg.shutdown_grace_secs(empty) == 5
     assert cfg.spout_idle_max_sleep_ms(empty) == 100
@@ -302,8 +418,12 @@ def test_accessors_on_an_empty_config():
 
 
 def test_accessors_read_set_values():
-    conf = {"topology.acker.executors": 0, "topology.max.spout.pending": 7,
-            "supervisor.worker.timeout.secs": 12, "topology.debug": None}
+    conf = {
+        "topology.acker.executors": 0,
+        "topology.max.spout.pending": 7,
+        "supervisor.worker.timeout.secs": 12,
+        "topology.debug": None,
+    }
     assert not cfg.acking_enabled(conf) and cfg.acker_tasks(conf) == 0
     assert cfg.max_spout_pending(conf) == 7
     assert cfg.subprocess_timeout_secs(conf) == 12  # falls back to the worker timeout
@@ -312,21 +432,28 @@ def test_accessors_read_set_values():
 
 
 def test_effective_config_applies_storms_component_whitelist():
-    b = bolt("b", [shuffle("s")], config={
-        "topology.max.spout.pending": 5,  # whitelisted: overrides the topology's
-        "topology.debug": True,  # whitelisted
-        "topology.bolts.window.length.count": 10,  # whitelisted by prefix
-        "topology.message.timeout.secs": 1,  # known, not whitelisted: dropped
-        "topology.subprocess.timeout.secs": 1,  # topology-wide: dropped
-        "topology.shellbolt.max.pending": 1,  # topology-wide: dropped
-        "topology.workers": 4,  # known Storm key: dropped
-        "supervisor.worker.timeout.secs": 1,  # cluster key: dropped
-        "host.restart.max": 1,  # our keys are topology-wide
-        "my.custom": [1, 2],  # custom keys pass
-        "topology.myapp.key": "x",  # custom even under topology.
-    })
-    t = Topology("t", (spout("s"), b), config={"topology.max.spout.pending": 100,
-                                               "topology.shellbolt.max.pending": 50})
+    b = bolt(
+        "b",
+        [shuffle("s")],
+        config={
+            "topology.max.spout.pending": 5,  # whitelisted: overrides the topology's
+            "topology.debug": True,  # whitelisted
+            "topology.bolts.window.length.count": 10,  # whitelisted by prefix
+            "topology.message.timeout.secs": 1,  # known, not whitelisted: dropped
+            "topology.subprocess.timeout.secs": 1,  # topology-wide: dropped
+            "topology.shellbolt.max.pending": 1,  # topology-wide: dropped
+            "topology.workers": 4,  # known Storm key: dropped
+            "supervisor.worker.timeout.secs": 1,  # cluster key: dropped
+            "host.restart.max": 1,  # our keys are topology-wide
+            "my.custom": [1, 2],  # custom keys pass
+            "topology.myapp.key": "x",  # custom even under topology.
+        },
+    )
+    t = Topology(
+        "t",
+        (spout("s"), b),
+        config={"topology.max.spout.pending": 100, "topology.shellbolt.max.pending": 50},
+    )
     conf = cfg.effective_config(t, "b")
     assert conf["topology.max.spout.pending"] == 5
     assert conf["topology.debug"] is True
@@ -339,23 +466,31 @@ def test_effective_config_applies_storms_component_whitelist():
     assert conf["host.restart.max"] == 10
     assert conf["my.custom"] == [1, 2] and conf["topology.myapp.key"] == "x"
     assert cfg.component_overrides(b) == {
-        "topology.max.spout.pending": 5, "topology.debug": True,
-        "topology.bolts.window.length.count": 10, "my.custom": [1, 2], "topology.myapp.key": "x"}
+        "topology.max.spout.pending": 5,
+        "topology.debug": True,
+        "topology.bolts.window.length.count": 10,
+        "my.custom": [1, 2],
+        "topology.myapp.key": "x",
+    }
 
 
 def test_effective_config_null_means_default_or_unset():
-    t = Topology("t", (spout("s"), bolt("b", [shuffle("s")],
-                                        config={"topology.max.spout.pending": None})),
-                 config={"topology.max.spout.pending": 9, "topology.debug": None})
+    t = Topology(
+        "t",
+        (spout("s"), bolt("b", [shuffle("s")], config={"topology.max.spout.pending": None})),
+        config={"topology.max.spout.pending": 9, "topology.debug": None},
+    )
     conf = cfg.effective_config(t, "b")
     assert "topology.max.spout.pending" not in conf
     assert conf["topology.debug"] is False
 
 
 def test_spouts_see_the_message_timeout_as_tick_frequency_but_get_no_ticks():
-    t = Topology("t", (spout("s", config={"topology.tick.tuple.freq.secs": 2}),
-                       bolt("b", [shuffle("s")])),
-                 config={"topology.message.timeout.secs": 45})
+    t = Topology(
+        "t",
+        (spout("s", config={"topology.tick.tuple.freq.secs": 2}), bolt("b", [shuffle("s")])),
+        config={"topology.message.timeout.secs": 45},
+    )
     assert cfg.effective_config(t, "s")["topology.tick.tuple.freq.secs"] == 45
     assert cfg.tick_freq(t, "s") is None
     assert cfg.tick_freq(t, "b") is None
@@ -363,9 +498,15 @@ def test_spouts_see_the_message_timeout_as_tick_frequency_but_get_no_ticks():
 
 
 def test_ticks_go_to_bolts_that_configure_them():
-    t = Topology("t", (spout("s"), bolt("b", [shuffle("s")]),
-                       bolt("c", [shuffle("s")], config={"topology.tick.tuple.freq.secs": 7})),
-                 config={"topology.tick.tuple.freq.secs": 3})
+    t = Topology(
+        "t",
+        (
+            spout("s"),
+            bolt("b", [shuffle("s")]),
+            bolt("c", [shuffle("s")], config={"topology.tick.tuple.freq.secs": 7}),
+        ),
+        config={"topology.tick.tuple.freq.secs": 3},
+    )
     assert cfg.tick_freq(t, t.component("b")) == 3  # topology-wide setting
     assert cfg.tick_freq(t, "c") == 7  # the bolt's own wins
     assert cfg.tick_freq(t, "s") is None
@@ -378,7 +519,10 @@ def test_check_config_strictness():
     with pytest.raises(TopologyError, match="topology-wide") as info:
         cfg.check_config(conf, file="f.yaml", component="b")
     assert (info.value.file, info.value.component, info.value.key) == (
-        "f.yaml", "b", "topology.subprocess.timeout.secs")
+        "f.yaml",
+        "b",
+        "topology.subprocess.timeout.secs",
+    )
 
 
 @pytest.mark.parametrize("key", sorted(cfg.KEYS))
@@ -390,24 +534,28 @@ def test_every_known_key_rejects_a_wrong_type(key):
 
 # ---- -c KEY=VALUE -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text, expected", [
-    ("topology.max.spout.pending=10", ("topology.max.spout.pending", 10)),
-    ("host.restart.backoff.initial.secs=0.25", ("host.restart.backoff.initial.secs", 0.25)),
-    ("topology.debug=true", ("topology.debug", True)),
-    ("topology.debug=False", ("topology.debug", False)),
-    ("topology.max.spout.pending=null", ("topology.max.spout.pending", None)),
-    ("topology.max.spout.pending=", ("topology.max.spout.pending", None)),
-    ("app.name=word count", ("app.name", "word count")),
-    ("app.quoted='10'", ("app.quoted", "10")),
-    ("app.url=http://host:8080/x", ("app.url", "http://host:8080/x")),
-    ("app.expr=a=b", ("app.expr", "a=b")),
-    ("app.list=[1, 2]", ("app.list", "[1, 2]")),  # not a scalar: kept as text
-    ("app.map=a: b", ("app.map", "a: b")),
-    ("app.date=2024-01-01", ("app.date", "2024-01-01")),  # a date is not JSON: kept as text
-    ("app.bad=[unclosed", ("app.bad", "[unclosed")),
-    ("app.nan=.nan", ("app.nan", ".nan")),
-    (" spaced = 3", ("spaced", 3)),
-])
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("topology.max.spout.pending=10", ("topology.max.spout.pending", 10)),
+        ("host.restart.backoff.initial.secs=0.25", ("host.restart.backoff.initial.secs", 0.25)),
+        ("topology.debug=true", ("topology.debug", True)),
+        ("topology.debug=False", ("topology.debug", False)),
+        ("topology.max.spout.pending=null", ("topology.max.spout.pending", None)),
+        ("topology.max.spout.pending=", ("topology.max.spout.pending", None)),
+        ("app.name=word count", ("app.name", "word count")),
+        ("app.quoted='10'", ("app.quoted", "10")),
+        ("app.url=http://host:8080/x", ("app.url", "http://host:8080/x")),
+        ("app.expr=a=b", ("app.expr", "a=b")),
+        ("app.list=[1, 2]", ("app.list", "[1, 2]")),  # not a scalar: kept as text
+        ("app.map=a: b", ("app.map", "a: b")),
+        ("app.date=2024-01-01", ("app.date", "2024-01-01")),  # a date is not JSON: kept as text
+        ("app.bad=[unclosed", ("app.bad", "[unclosed")),
+        ("app.nan=.nan", ("app.nan", ".nan")),
+        (" spaced = 3", ("spaced", 3)),
+    ],
+)
 def test_parse_override(text, expected):
     assert cfg.parse_override(text) == expected
 

@@ -16,8 +16,15 @@ from click.testing import CliRunner
 from host.cli import main
 from host.errors import TopologyError
 from host.export import export_flux
-from host.flux import (BOLT, COMPONENT_KEYS, CONFIG_METHOD_KEYS, GROUPING_KEYS, SPOUT,
-                       STREAM_KEYS, TOPOLOGY_KEYS)
+from host.flux import (
+    BOLT,
+    COMPONENT_KEYS,
+    CONFIG_METHOD_KEYS,
+    GROUPING_KEYS,
+    SPOUT,
+    STREAM_KEYS,
+    TOPOLOGY_KEYS,
+)
 from host.model import Topology
 from host.topology import load
 
@@ -114,8 +121,13 @@ def test_flux_fixtures_survive_a_round_trip(tmp_path, monkeypatch):
     copy = tmp_path / "flux"
     shutil.copytree(FLUX, copy)
     monkeypatch.chdir(tmp_path)  # config_methods.yaml runs one spout in the host's directory
-    for name in ("groupings.yaml", "config_methods.yaml", "builtins.yaml",
-                 "resources_cwd.yaml", "with_includes.yaml"):
+    for name in (
+        "groupings.yaml",
+        "config_methods.yaml",
+        "builtins.yaml",
+        "resources_cwd.yaml",
+        "with_includes.yaml",
+    ):
         first = load(copy / name)
         again = round_trip(first, copy, f"again-{name}")
         assert without_source(again) == without_source(first), name
@@ -153,29 +165,58 @@ def test_export_uses_only_what_storm_flux_knows(project):
     }
     builtins = {e["id"]: e for e in doc["spouts"] + doc["bolts"] if "Flux" not in e["className"]}
     assert builtins == {
-        "counter-source": {"id": "counter-source", "parallelism": 2,
-                           "className": "org.apache.storm.testing.TestWordSpout"},
-        "count": {"id": "count", "parallelism": 2,
-                  "className": "org.apache.storm.testing.TestWordCounter"},
-        "log": {"id": "log", "parallelism": 1,
-                "className": "org.apache.storm.flux.wrappers.bolts.LogInfoBolt"},
+        "counter-source": {
+            "id": "counter-source",
+            "parallelism": 2,
+            "className": "org.apache.storm.testing.TestWordSpout",
+        },
+        "count": {
+            "id": "count",
+            "parallelism": 2,
+            "className": "org.apache.storm.testing.TestWordCounter",
+        },
+        "log": {
+            "id": "log",
+            "parallelism": 1,
+            "className": "org.apache.storm.flux.wrappers.bolts.LogInfoBolt",
+        },
     }
     # partial key: CUSTOM PartialKeyGrouping given a Fields bean, one bean per field list
-    assert doc["components"] == [{"id": "fields-word", "className": "org.apache.storm.tuple.Fields",
-                                  "constructorArgs": [["word"]]}]
+    assert doc["components"] == [
+        {
+            "id": "fields-word",
+            "className": "org.apache.storm.tuple.Fields",
+            "constructorArgs": [["word"]],
+        }
+    ]
     partial = [s["grouping"] for s in doc["streams"] if s["to"] == "partial"]
-    assert partial[1] == {"type": "CUSTOM", "streamId": "side", "customClass": {
-        "className": "org.apache.storm.grouping.PartialKeyGrouping",
-        "constructorArgs": [{"ref": "fields-word"}]}}
+    assert partial[1] == {
+        "type": "CUSTOM",
+        "streamId": "side",
+        "customClass": {
+            "className": "org.apache.storm.grouping.PartialKeyGrouping",
+            "constructorArgs": [{"ref": "fields-word"}],
+        },
+    }
     assert partial[2] == {"type": "GLOBAL", "streamId": "totals"}
     types = {s["grouping"]["type"] for s in doc["streams"]}
-    assert types == {"SHUFFLE", "LOCAL_OR_SHUFFLE", "FIELDS", "ALL", "CUSTOM", "GLOBAL", "DIRECT",
-                     "NONE"}
+    assert types == {
+        "SHUFFLE",
+        "LOCAL_OR_SHUFFLE",
+        "FIELDS",
+        "ALL",
+        "CUSTOM",
+        "GLOBAL",
+        "DIRECT",
+        "NONE",
+    }
 
 
 def test_test_word_spout_not_distributed_round_trips(project):
-    text = NATIVE.replace("    outputs: [word]\n    parallelism: 2\n",
-                          "    outputs: [word]\n    config: {topology.max.task.parallelism: 1}\n")
+    text = NATIVE.replace(
+        "    outputs: [word]\n    parallelism: 2\n",
+        "    outputs: [word]\n    config: {topology.max.task.parallelism: 1}\n",
+    )
     (project / "topology.yaml").write_text(text)
     native = load(project / "topology.yaml")
     doc = yaml.safe_load(export_flux(native))
@@ -188,9 +229,10 @@ def test_worker_directory_becomes_change_child_cwd_false(project, monkeypatch, t
     elsewhere = tmp_path_factory.mktemp("worker")
     (elsewhere / "spout.py").write_text("# dummy\n")
     monkeypatch.chdir(elsewhere)
-    text = NATIVE.replace("    parallelism: 2\n    config: {topology.max.spout.pending: 5",
-                          f"    parallelism: 2\n    cwd: {elsewhere}\n"
-                          f"    config: {{topology.max.spout.pending: 5")
+    text = NATIVE.replace(
+        "    parallelism: 2\n    config: {topology.max.spout.pending: 5",
+        f"    parallelism: 2\n    cwd: {elsewhere}\n    config: {{topology.max.spout.pending: 5",
+    )
     (project / "topology.yaml").write_text(text)
     native = load(project / "topology.yaml")
     doc = yaml.safe_load(export_flux(native))
@@ -219,8 +261,10 @@ def test_stream_without_fields_is_left_out_with_a_warning(project, caplog):
 
 
 def test_subscribed_stream_without_fields_is_an_error(project):
-    text = SMALL.replace("spout: {command: [python, spout.py], outputs: [word]}",
-                         "spout: {command: [python, spout.py], outputs: []}")
+    text = SMALL.replace(
+        "spout: {command: [python, spout.py], outputs: [word]}",
+        "spout: {command: [python, spout.py], outputs: []}",
+    )
     with pytest.raises(TopologyError) as info:
         exported_doc(project, text)
     assert info.value.component == "spout" and "no fields and bolts subscribe" in str(info.value)
@@ -229,23 +273,30 @@ def test_subscribed_stream_without_fields_is_an_error(project):
 def test_host_only_settings_are_left_out_with_warnings(project, caplog, tmp_path_factory):
     other = tmp_path_factory.mktemp("other")
     (other / "bolt.py").write_text("# dummy\n")
-    text = SMALL.replace("    outputs: []\n", f"    outputs: [x]\n    heartbeats: false\n"
-                                               f"    cwd: {other}\n")
+    text = SMALL.replace(
+        "    outputs: []\n", f"    outputs: [x]\n    heartbeats: false\n    cwd: {other}\n"
+    )
     doc = exported_doc(project, text)
     assert doc["bolts"][0]["configMethods"] == [{"name": "setDefaultStream", "args": [["x"]]}]
     assert "heartbeats: False left out" in caplog.text
     assert f"cwd {other} left out" in caplog.text
 
 
-@pytest.mark.parametrize("change, problem", [
-    ("outputs: [word, total]", "TestWordCounter declares"),
-    ("config: {topology.tick.tuple.freq.secs: 5}", "cannot give it component config"),
-])
+@pytest.mark.parametrize(
+    "change, problem",
+    [
+        ("outputs: [word, total]", "TestWordCounter declares"),
+        ("config: {topology.tick.tuple.freq.secs: 5}", "cannot give it component config"),
+    ],
+)
 def test_builtins_with_settings_java_lacks_are_errors(project, change, problem):
-    text = SMALL.replace("""    command: [python, bolt.py]
-    outputs: []""", f"""    command: [python, -m, components.storm_builtins.test_word_counter]
+    text = SMALL.replace(
+        """    command: [python, bolt.py]
+    outputs: []""",
+        f"""    command: [python, -m, components.storm_builtins.test_word_counter]
     {change if change.startswith("outputs") else "outputs: [word, count]"}
-    {change if change.startswith("config") else ""}""")
+    {change if change.startswith("config") else ""}""",
+    )
     with pytest.raises(TopologyError) as info:
         exported_doc(project, text)
     assert info.value.component == "bolt" and problem in info.value.problem
@@ -253,13 +304,17 @@ def test_builtins_with_settings_java_lacks_are_errors(project, change, problem):
 
 def test_builtin_kinds_are_not_mixed_up(project):
     assert SPOUT != BOLT  # the exported class follows the component's kind
-    doc = exported_doc(project, SMALL.replace("[python, spout.py]",
-                                              "[python, -m, components.storm_builtins."
-                                              "test_word_spout]"))
+    doc = exported_doc(
+        project,
+        SMALL.replace(
+            "[python, spout.py]", "[python, -m, components.storm_builtins.test_word_spout]"
+        ),
+    )
     assert doc["spouts"][0]["className"] == "org.apache.storm.testing.TestWordSpout"
 
 
 # ---- command line -------------------------------------------------------------------------------
+
 
 def test_export_flux_cli_writes_a_file_or_stdout(project):
     (project / "topology.yaml").write_text(NATIVE)
@@ -276,9 +331,12 @@ def test_export_flux_cli_writes_a_file_or_stdout(project):
 
 
 def test_export_flux_cli_reports_what_cannot_be_exported(project):
-    (project / "topology.yaml").write_text(SMALL.replace(
-        "spout: {command: [python, spout.py], outputs: [word]}",
-        "spout: {command: [python, spout.py], outputs: []}"))
+    (project / "topology.yaml").write_text(
+        SMALL.replace(
+            "spout: {command: [python, spout.py], outputs: [word]}",
+            "spout: {command: [python, spout.py], outputs: []}",
+        )
+    )
     result = CliRunner().invoke(main, ["export-flux", str(project / "topology.yaml")])
     assert result.exit_code == 2
     assert "error:" in result.output and "no fields and bolts subscribe" in result.output
@@ -293,5 +351,6 @@ def test_the_storm_flux_example_round_trips(tmp_path):
     assert [b["className"] for b in doc["bolts"]] == [
         "org.apache.storm.flux.wrappers.bolts.FluxShellBolt",
         "org.apache.storm.testing.TestWordCounter",
-        "org.apache.storm.flux.wrappers.bolts.LogInfoBolt"]
+        "org.apache.storm.flux.wrappers.bolts.LogInfoBolt",
+    ]
     assert without_source(round_trip(first, copy)) == without_source(first)

@@ -15,10 +15,28 @@ from host import config as cfg
 from host.cli import main
 from host.context import grouping_json
 from host.errors import TopologyError
-from host.flux import (BUILTINS, LOG_INFO_BOLT, TEST_WORD_COUNTER, TEST_WORD_SPOUT, load_flux,
-                       substitute_env)
-from host.model import (ALL, BOLT, DIRECT, FIELDS, GLOBAL, LOCAL_OR_SHUFFLE, NONE, PARTIAL_KEY,
-                        SHUFFLE, SPOUT, Grouping, Input)
+from host.flux import (
+    BUILTINS,
+    LOG_INFO_BOLT,
+    TEST_WORD_COUNTER,
+    TEST_WORD_SPOUT,
+    load_flux,
+    substitute_env,
+)
+from host.model import (
+    ALL,
+    BOLT,
+    DIRECT,
+    FIELDS,
+    GLOBAL,
+    LOCAL_OR_SHUFFLE,
+    NONE,
+    PARTIAL_KEY,
+    SHUFFLE,
+    SPOUT,
+    Grouping,
+    Input,
+)
 from host.topology import load
 
 FLUX = Path(__file__).parent / "flux"
@@ -67,6 +85,7 @@ def load_error(project: Path, text: str) -> TopologyError:
 
 # ---- groupings ----------------------------------------------------------------------------------
 
+
 def test_every_grouping_type_and_stream_id():
     t = load(FLUX / "groupings.yaml")
     assert t.name == "groupings" and t.source == str(FLUX / "groupings.yaml")
@@ -95,25 +114,36 @@ def test_fields_grouping_on_no_fields_is_global_as_storm_encodes_it(project):
 
 
 def test_partial_key_given_a_plain_list_is_accepted_with_a_warning(project, caplog):
-    text = BASE.replace("{type: SHUFFLE}", "{type: CUSTOM, customClass: {className: "
-                        "org.apache.storm.grouping.PartialKeyGrouping, constructorArgs: [[n]]}}")
+    text = BASE.replace(
+        "{type: SHUFFLE}",
+        "{type: CUSTOM, customClass: {className: "
+        "org.apache.storm.grouping.PartialKeyGrouping, constructorArgs: [[n]]}}",
+    )
     t = load(write(project, text))
     assert t.component("bolt").inputs[0].grouping == Grouping(PARTIAL_KEY, ("n",))
     assert "Storm's Flux rejects it" in caplog.text
 
 
-@pytest.mark.parametrize("grouping, problem", [
-    ("{type: shuffle}", "case-sensitive: write SHUFFLE"),
-    ("{type: PARTIAL_KEY}", "partial-key grouping is CUSTOM"),
-    ("{type: FIELDS}", "FIELDS needs args"),
-    ("{type: FIELDS, args: [nope]}", "field 'nope' is not in stream 'default'"),
-    ("{type: SHUFFLE, streamId: missing}", "declares no stream 'missing'"),
-    ("{type: CUSTOM}", "CUSTOM needs customClass"),
-    ("{type: CUSTOM, customClass: {className: com.example.MyGrouping}}",
-     "Java grouping class com.example.MyGrouping cannot run here"),
-    ("{type: CUSTOM, customClass: {className: org.apache.storm.grouping.PartialKeyGrouping, "
-     "constructorArgs: [{ref: nowhere}]}}", "ref 'nowhere' names no org.apache.storm.tuple.Fields"),
-])
+@pytest.mark.parametrize(
+    "grouping, problem",
+    [
+        ("{type: shuffle}", "case-sensitive: write SHUFFLE"),
+        ("{type: PARTIAL_KEY}", "partial-key grouping is CUSTOM"),
+        ("{type: FIELDS}", "FIELDS needs args"),
+        ("{type: FIELDS, args: [nope]}", "field 'nope' is not in stream 'default'"),
+        ("{type: SHUFFLE, streamId: missing}", "declares no stream 'missing'"),
+        ("{type: CUSTOM}", "CUSTOM needs customClass"),
+        (
+            "{type: CUSTOM, customClass: {className: com.example.MyGrouping}}",
+            "Java grouping class com.example.MyGrouping cannot run here",
+        ),
+        (
+            "{type: CUSTOM, customClass: {className: org.apache.storm.grouping.PartialKeyGrouping, "
+            "constructorArgs: [{ref: nowhere}]}}",
+            "ref 'nowhere' names no org.apache.storm.tuple.Fields",
+        ),
+    ],
+)
 def test_bad_groupings(project, grouping, problem):
     error = load_error(project, BASE.replace("{type: SHUFFLE}", grouping))
     assert problem in str(error)
@@ -126,6 +156,7 @@ def test_grouping_arguments_a_type_does_not_use_are_ignored_with_a_warning(proje
 
 
 # ---- shell wrappers: constructors and configMethods ----------------------------------------------
+
 
 def test_every_config_method_constructor_and_property(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)  # changeChildCWD(false): the directory the host runs in
@@ -140,9 +171,12 @@ def test_every_config_method_constructor_and_property(monkeypatch, tmp_path):
     assert split.kind == BOLT and split.command == ("bash", "split.sh")
     assert split.outputs == {"default": ("word",), "lengths": ("word", "length")}
     # addComponentConfig with a scalar and a list; the config map wins over it
-    assert split.config == {"topology.tick.tuple.freq.secs": 20,
-                            "publisher.data_paths": ["actions", "clicks"],
-                            "topology.subprocess.timeout.secs": 5, "per.component": True}
+    assert split.config == {
+        "topology.tick.tuple.freq.secs": 20,
+        "publisher.data_paths": ["actions", "clicks"],
+        "topology.subprocess.timeout.secs": 5,
+        "per.component": True,
+    }
     # the last setEnv replaces the earlier one; numbers become text; PATH is kept for the
     # supervisor, which appends it to the inherited PATH as Storm does
     assert split.env == {"PATH": "/opt/flux-test/bin", "SPLIT_MODE": "words", "PORT": "8080"}
@@ -159,14 +193,17 @@ def test_every_config_method_constructor_and_property(monkeypatch, tmp_path):
     assert cfg.tick_freq(t, split) == 20
 
 
-@pytest.mark.parametrize("change, problem", [
-    ("constructorArgs: [[python, bolt.py]]", None),
-    ("constructorArgs: [[python, bolt.py], []]", "empty list of fields"),
-    ("constructorArgs: [[python, bolt.py], [a], [b]]", "constructorArgs must be"),
-    ("constructorArgs: []", "constructorArgs must be"),
-    ("constructorArgs: [python, bolt.py]", "must be a list of arguments"),
-    ("constructorArgs: [[python, 3]]", "argument 1 must be a non-empty string"),
-])
+@pytest.mark.parametrize(
+    "change, problem",
+    [
+        ("constructorArgs: [[python, bolt.py]]", None),
+        ("constructorArgs: [[python, bolt.py], []]", "empty list of fields"),
+        ("constructorArgs: [[python, bolt.py], [a], [b]]", "constructorArgs must be"),
+        ("constructorArgs: []", "constructorArgs must be"),
+        ("constructorArgs: [python, bolt.py]", "must be a list of arguments"),
+        ("constructorArgs: [[python, 3]]", "argument 1 must be a non-empty string"),
+    ],
+)
 def test_constructor_arguments(project, change, problem):
     text = BASE.replace("constructorArgs: [[python, bolt.py]]", change)
     if problem is None:
@@ -175,36 +212,46 @@ def test_constructor_arguments(project, change, problem):
         assert problem in str(load_error(project, text))
 
 
-@pytest.mark.parametrize("method, problem", [
-    ("{name: setDefaultStream, args: [[]]}", "empty list of fields"),
-    ("{name: setDefaultStream, args: [word]}", "must be a list of field names"),
-    ("{name: setNamedStream, args: [[word]]}", "taking 1 argument(s)"),
-    ("{name: setNamedStream, args: [7, [word]]}", "stream id must be a non-empty string"),
-    ("{name: addComponentConfig, args: [my.key]}", "taking 1 argument(s)"),
-    ("{name: addComponentConfig, args: [my.key, null]}", "may not be null"),
-    ("{name: addComponentConfig, args: [topology.tick.tuple.freq.secs, often]}",
-     "must be a positive integer"),
-    ("{name: setEnv, args: [[A, B]]}", "setEnv takes a mapping"),
-    ("{name: setEnv, args: [{A: [1]}]}", "A must be a string"),
-    ("{name: changeChildCWD, args: [no-thanks]}", "changeChildCWD takes true or false"),
-    ("{name: setOutputFields, args: [[a]]}", "no configuration method 'setOutputFields'"),
-    ("{name: setDefaultStream, args: [[a]], extra: 1}", "configMethods[0].extra"),
-])
+@pytest.mark.parametrize(
+    "method, problem",
+    [
+        ("{name: setDefaultStream, args: [[]]}", "empty list of fields"),
+        ("{name: setDefaultStream, args: [word]}", "must be a list of field names"),
+        ("{name: setNamedStream, args: [[word]]}", "taking 1 argument(s)"),
+        ("{name: setNamedStream, args: [7, [word]]}", "stream id must be a non-empty string"),
+        ("{name: addComponentConfig, args: [my.key]}", "taking 1 argument(s)"),
+        ("{name: addComponentConfig, args: [my.key, null]}", "may not be null"),
+        (
+            "{name: addComponentConfig, args: [topology.tick.tuple.freq.secs, often]}",
+            "must be a positive integer",
+        ),
+        ("{name: setEnv, args: [[A, B]]}", "setEnv takes a mapping"),
+        ("{name: setEnv, args: [{A: [1]}]}", "A must be a string"),
+        ("{name: changeChildCWD, args: [no-thanks]}", "changeChildCWD takes true or false"),
+        ("{name: setOutputFields, args: [[a]]}", "no configuration method 'setOutputFields'"),
+        ("{name: setDefaultStream, args: [[a]], extra: 1}", "configMethods[0].extra"),
+    ],
+)
 def test_bad_config_methods(project, method, problem):
-    text = BASE.replace("constructorArgs: [[python, bolt.py]]",
-                        f"constructorArgs: [[python, bolt.py]]\n    configMethods: [{method}]")
+    text = BASE.replace(
+        "constructorArgs: [[python, bolt.py]]",
+        f"constructorArgs: [[python, bolt.py]]\n    configMethods: [{method}]",
+    )
     error = load_error(project, text)
     assert problem in str(error) and error.component == "bolt"
 
 
-@pytest.mark.parametrize("change, problem", [
-    ("properties: [{name: env, ref: x}]", "no property 'env'"),
-    ("properties: [{name: command, value: [a]}]", "no property 'command'"),
-    ("factory: make", "static factories"),
-    (f"className: {SPOUT_CLASS}", "is a spout class listed under bolts"),
-    ("parallelism: 0", "parallelism must be an integer >= 1"),
-    ("numTasks: two", "numTasks must be an integer >= 1"),
-])
+@pytest.mark.parametrize(
+    "change, problem",
+    [
+        ("properties: [{name: env, ref: x}]", "no property 'env'"),
+        ("properties: [{name: command, value: [a]}]", "no property 'command'"),
+        ("factory: make", "static factories"),
+        (f"className: {SPOUT_CLASS}", "is a spout class listed under bolts"),
+        ("parallelism: 0", "parallelism must be an integer >= 1"),
+        ("numTasks: two", "numTasks must be an integer >= 1"),
+    ],
+)
 def test_bad_component_entries(project, change, problem):
     text = BASE.replace(f"className: {BOLT_CLASS}", f"className: {BOLT_CLASS}\n    {change}")
     if change.startswith("className"):
@@ -214,29 +261,38 @@ def test_bad_component_entries(project, change, problem):
 
 # ---- parallelism and tasks ----------------------------------------------------------------------
 
-@pytest.mark.parametrize("settings, tasks", [
-    ("", 1),
-    ("parallelism: 3", 3),
-    ("parallelism: 2\n    numTasks: 5", 5),
-    ("numTasks: 4", 4),
-    ("numTasks: -1\n    parallelism: 2", 2),  # -1 is Flux's "unset"
-    ("numTasks: 6\n    config: {topology.max.task.parallelism: 2}", 2),
-])
+
+@pytest.mark.parametrize(
+    "settings, tasks",
+    [
+        ("", 1),
+        ("parallelism: 3", 3),
+        ("parallelism: 2\n    numTasks: 5", 5),
+        ("numTasks: 4", 4),
+        ("numTasks: -1\n    parallelism: 2", 2),  # -1 is Flux's "unset"
+        ("numTasks: 6\n    config: {topology.max.task.parallelism: 2}", 2),
+    ],
+)
 def test_tasks_are_num_tasks_else_parallelism_capped_like_storm(project, settings, tasks):
-    text = BASE.replace("constructorArgs: [[python, bolt.py]]",
-                        f"constructorArgs: [[python, bolt.py]]\n    {settings}")
+    text = BASE.replace(
+        "constructorArgs: [[python, bolt.py]]",
+        f"constructorArgs: [[python, bolt.py]]\n    {settings}",
+    )
     assert load(write(project, text)).component("bolt").parallelism == tasks
 
 
 def test_topology_max_task_parallelism_caps_every_component(project):
     text = BASE.replace("name: t", "name: t\nconfig: {topology.max.task.parallelism: 2}")
-    text = text.replace("constructorArgs: [[python, bolt.py]]",
-                        "constructorArgs: [[python, bolt.py]]\n    parallelism: 8")
+    text = text.replace(
+        "constructorArgs: [[python, bolt.py]]",
+        "constructorArgs: [[python, bolt.py]]\n    parallelism: 8",
+    )
     t = load(write(project, text))
     assert t.component("bolt").parallelism == 2 and t.component("spout").parallelism == 1
 
 
 # ---- built-ins ----------------------------------------------------------------------------------
+
 
 def test_builtins_map_to_python_modules():
     t = load(FLUX / "builtins.yaml")
@@ -253,15 +309,23 @@ def test_builtins_map_to_python_modules():
     assert {c.cwd for c in t.components} == {str(FLUX)}
 
 
-@pytest.mark.parametrize("entry, problem", [
-    (f"className: {LOG_INFO_BOLT}\n    constructorArgs: [true]", "no constructor of LogInfoBolt"),
-    (f"className: {TEST_WORD_COUNTER}\n    configMethods: [{{name: setDefaultStream, "
-     f"args: [[a]]}}]", "TestWordCounter has no configMethods"),
-    (f"className: {TEST_WORD_SPOUT}", "is a spout, listed under bolts"),
-])
+@pytest.mark.parametrize(
+    "entry, problem",
+    [
+        (
+            f"className: {LOG_INFO_BOLT}\n    constructorArgs: [true]",
+            "no constructor of LogInfoBolt",
+        ),
+        (
+            f"className: {TEST_WORD_COUNTER}\n    configMethods: [{{name: setDefaultStream, "
+            f"args: [[a]]}}]",
+            "TestWordCounter has no configMethods",
+        ),
+        (f"className: {TEST_WORD_SPOUT}", "is a spout, listed under bolts"),
+    ],
+)
 def test_builtins_are_used_as_storm_defines_them(project, entry, problem):
-    text = BASE.replace(f"className: {BOLT_CLASS}\n    constructorArgs: [[python, bolt.py]]",
-                        entry)
+    text = BASE.replace(f"className: {BOLT_CLASS}\n    constructorArgs: [[python, bolt.py]]", entry)
     assert problem in str(load_error(project, text))
 
 
@@ -274,17 +338,23 @@ def test_unknown_java_class_is_an_error_naming_component_and_class():
     assert "LogInfoBolt, TestWordCounter, TestWordSpout" in error.problem
 
 
-@pytest.mark.parametrize("extra, problem", [
-    ("components:\n  - {id: kafka, className: org.apache.storm.kafka.KafkaConfig}",
-     "Java class org.apache.storm.kafka.KafkaConfig cannot be built here"),
-    ("topologySource: {className: com.example.Topo}", "com.example.Topo"),
-    ("workerHooks:\n  - {id: h, className: com.example.Hook}", "com.example.Hook"),
-])
+@pytest.mark.parametrize(
+    "extra, problem",
+    [
+        (
+            "components:\n  - {id: kafka, className: org.apache.storm.kafka.KafkaConfig}",
+            "Java class org.apache.storm.kafka.KafkaConfig cannot be built here",
+        ),
+        ("topologySource: {className: com.example.Topo}", "com.example.Topo"),
+        ("workerHooks:\n  - {id: h, className: com.example.Hook}", "com.example.Hook"),
+    ],
+)
 def test_other_java_classes_are_errors(project, extra, problem):
     assert problem in str(load_error(project, BASE + extra + "\n"))
 
 
 # ---- unknown keys -------------------------------------------------------------------------------
+
 
 def test_unknown_component_key_is_an_error():
     with pytest.raises(TopologyError) as info:
@@ -294,23 +364,34 @@ def test_unknown_component_key_is_an_error():
     assert "unknown key" in info.value.problem
 
 
-@pytest.mark.parametrize("old, new, key", [
-    ("name: t", "name: t\ntopology: x", "topology"),
-    ("    to: bolt", "    to: bolt\n    via: x", "streams[0].via"),
-    ("{type: SHUFFLE}", "{type: SHUFFLE, stream: s}", "streams[0].grouping.stream"),
-    ("{type: SHUFFLE}", "{type: CUSTOM, customClass: {className: "
-     "org.apache.storm.grouping.PartialKeyGrouping, args: [a]}}",
-     "streams[0].grouping.customClass.args"),
-    ("name: t", "name: t\nincludes: [{file: x.yaml, overide: true}]", "includes[0].overide"),
-    ("name: t", "name: t\ncomponents: [{id: f, className: org.apache.storm.tuple.Fields, "
-     "constructorArgs: [[a]], scope: x}]", "scope"),
-])
+@pytest.mark.parametrize(
+    "old, new, key",
+    [
+        ("name: t", "name: t\ntopology: x", "topology"),
+        ("    to: bolt", "    to: bolt\n    via: x", "streams[0].via"),
+        ("{type: SHUFFLE}", "{type: SHUFFLE, stream: s}", "streams[0].grouping.stream"),
+        (
+            "{type: SHUFFLE}",
+            "{type: CUSTOM, customClass: {className: "
+            "org.apache.storm.grouping.PartialKeyGrouping, args: [a]}}",
+            "streams[0].grouping.customClass.args",
+        ),
+        ("name: t", "name: t\nincludes: [{file: x.yaml, overide: true}]", "includes[0].overide"),
+        (
+            "name: t",
+            "name: t\ncomponents: [{id: f, className: org.apache.storm.tuple.Fields, "
+            "constructorArgs: [[a]], scope: x}]",
+            "scope",
+        ),
+    ],
+)
 def test_unknown_keys_anywhere_are_errors(project, old, new, key):
     error = load_error(project, BASE.replace(old, new, 1))
     assert error.key == key and "unknown key" in error.problem
 
 
 # ---- streams and left-out bolts -----------------------------------------------------------------
+
 
 def test_bolts_no_stream_goes_to_are_left_out_with_a_warning(caplog):
     caplog.set_level(logging.WARNING, logger="host.flux")
@@ -321,35 +402,48 @@ def test_bolts_no_stream_goes_to_are_left_out_with_a_warning(caplog):
 
 
 def test_a_stream_from_a_left_out_bolt_is_an_error(project):
-    text = BASE + textwrap.indent(textwrap.dedent("""\
+    text = BASE + textwrap.indent(
+        textwrap.dedent("""\
         - from: orphan
           to: bolt
           grouping: {type: SHUFFLE}
-    """), "  ")
-    text = text.replace("bolts:\n", f"bolts:\n  - id: orphan\n    className: {BOLT_CLASS}\n"
-                                    f"    constructorArgs: [[python, bolt.py], [x]]\n")
+    """),
+        "  ",
+    )
+    text = text.replace(
+        "bolts:\n",
+        f"bolts:\n  - id: orphan\n    className: {BOLT_CLASS}\n"
+        f"    constructorArgs: [[python, bolt.py], [x]]\n",
+    )
     error = load_error(project, text)
     assert "'orphan'" in error.problem and "left out" in error.problem
 
 
-@pytest.mark.parametrize("old, new, problem", [
-    ("to: bolt", "to: spout", "'spout' is a spout: only bolts receive streams"),
-    ("to: bolt", "to: nobody", "'nobody' is not a bolt of this topology"),
-    ("from: spout", "from: nobody", "'nobody' is not a spout or bolt"),
-    ("    grouping: {type: SHUFFLE}\n", "", "grouping is required"),
-    ("  - id: bolt", "  - id: spout", "a spout and a bolt have the same id"),
-])
+@pytest.mark.parametrize(
+    "old, new, problem",
+    [
+        ("to: bolt", "to: spout", "'spout' is a spout: only bolts receive streams"),
+        ("to: bolt", "to: nobody", "'nobody' is not a bolt of this topology"),
+        ("from: spout", "from: nobody", "'nobody' is not a spout or bolt"),
+        ("    grouping: {type: SHUFFLE}\n", "", "grouping is required"),
+        ("  - id: bolt", "  - id: spout", "a spout and a bolt have the same id"),
+    ],
+)
 def test_bad_streams(project, old, new, problem):
     assert problem in str(load_error(project, BASE.replace(old, new)))
 
 
 def test_two_spouts_with_one_id_are_an_error(project):
-    text = BASE.replace("bolts:", f"  - id: spout\n    className: {SPOUT_CLASS}\n"
-                                  f"    constructorArgs: [[python, spout.py]]\nbolts:")
+    text = BASE.replace(
+        "bolts:",
+        f"  - id: spout\n    className: {SPOUT_CLASS}\n"
+        f"    constructorArgs: [[python, spout.py]]\nbolts:",
+    )
     assert "declared twice" in str(load_error(project, text))
 
 
 # ---- resources directory ------------------------------------------------------------------------
+
 
 def test_cwd_is_resources_when_the_script_is_there():
     t = load(FLUX / "resources_cwd.yaml")
@@ -373,6 +467,7 @@ def test_missing_script_is_reported_in_the_resources_directory(project):
 
 # ---- includes -----------------------------------------------------------------------------------
 
+
 def test_includes_with_and_without_override(caplog):
     caplog.set_level(logging.WARNING, logger="host.flux")
     t = load(FLUX / "with_includes.yaml")
@@ -389,11 +484,14 @@ def test_includes_with_and_without_override(caplog):
     assert "its includes are ignored" in text and "bolt 'kept' ignored: override is false" in text
 
 
-@pytest.mark.parametrize("include, problem", [
-    ("{file: missing.yaml}", "does not exist"),
-    ("{resource: true, file: /flux/common.yaml}", "Java classpath"),
-    ("{file: other.yaml, override: maybe}", "must be true or false"),
-])
+@pytest.mark.parametrize(
+    "include, problem",
+    [
+        ("{file: missing.yaml}", "does not exist"),
+        ("{resource: true, file: /flux/common.yaml}", "Java classpath"),
+        ("{file: other.yaml, override: maybe}", "must be true or false"),
+    ],
+)
 def test_bad_includes(project, include, problem):
     write(project, "name: other\n", "other.yaml")
     assert problem in str(load_error(project, BASE + f"includes: [{include}]\n"))
@@ -407,6 +505,7 @@ def test_include_may_supply_the_name(project):
 
 
 # ---- ${ENV-NAME} substitution -------------------------------------------------------------------
+
 
 def test_env_substitution_when_asked(monkeypatch, caplog):
     monkeypatch.setenv("FLUX_TEST_NAME", "from-env")
@@ -436,16 +535,19 @@ def test_env_substitution_in_included_files(project, monkeypatch):
     assert t.config == {"from.include": "included-value"}
 
 
-@pytest.mark.parametrize("line, expected", [
-    ("a: ${ENV-X}", "a: x-value"),
-    ("a: ${ENV-X} ${ENV-X}", "a: x-value x-value"),  # every occurrence of the placeholder
-    ("a: ${ENV-MISSING} ${ENV-X}", "a: ${ENV-MISSING} x-value"),  # the last one is matched
-    ("a: ${ENV-X} ${ENV-MISSING}", "a: ${ENV-X} ${ENV-MISSING}"),  # ...so this stays
-    ("a: ${some.property}", "a: ${some.property}"),  # properties files are not read
-    ("a: $ENV-X", "a: $ENV-X"),
-    # Flux's pattern is greedy up to the last '}' of the line: the variable is 'X}' here
-    ("a: {b: ${ENV-X}}", "a: {b: ${ENV-X}}"),
-])
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        ("a: ${ENV-X}", "a: x-value"),
+        ("a: ${ENV-X} ${ENV-X}", "a: x-value x-value"),  # every occurrence of the placeholder
+        ("a: ${ENV-MISSING} ${ENV-X}", "a: ${ENV-MISSING} x-value"),  # the last one is matched
+        ("a: ${ENV-X} ${ENV-MISSING}", "a: ${ENV-X} ${ENV-MISSING}"),  # ...so this stays
+        ("a: ${some.property}", "a: ${some.property}"),  # properties files are not read
+        ("a: $ENV-X", "a: $ENV-X"),
+        # Flux's pattern is greedy up to the last '}' of the line: the variable is 'X}' here
+        ("a: {b: ${ENV-X}}", "a: {b: ${ENV-X}}"),
+    ],
+)
 def test_substitute_env_follows_flux_line_rules(line, expected):
     text = substitute_env(f"{line}\nb: 1\r\n", environ={"X": "x-value"})
     assert text == f"{expected}\nb: 1\r\n"
@@ -474,48 +576,73 @@ def test_builtin_modules_are_importable_from_any_directory(tmp_path):
     import subprocess
     import sys
 
-    result = subprocess.run([sys.executable, "-c", "import components.storm_builtins."
-                             "test_word_counter as m; print(m.__name__)"],
-                            cwd=tmp_path, capture_output=True, text=True, timeout=30,
-                            env={**os.environ, "PYTHONPATH": ""})
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import components.storm_builtins.test_word_counter as m; print(m.__name__)",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, "PYTHONPATH": ""},
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "components.storm_builtins.test_word_counter"
 
 
 def test_env_filter_also_applies_to_our_own_yaml(project, monkeypatch):
     monkeypatch.setenv("FLUX_TEST_NATIVE_NAME", "native-from-env")
-    path = write(project, """\
+    path = write(
+        project,
+        """\
         name: ${ENV-FLUX_TEST_NATIVE_NAME}
         spouts:
           spout: {command: [python, spout.py], outputs: [word]}
         bolts:
           bolt: {command: [python, bolt.py], inputs: {spout: shuffle}}
-    """)
+    """,
+    )
     assert load(path, env_filter=True).name == "native-from-env"
     assert load(path).name == "${ENV-FLUX_TEST_NATIVE_NAME}"
 
 
-@pytest.mark.parametrize("name, expected", [
-    (None, "json"),
-    ("org.apache.storm.multilang.JsonSerializer", "json"),
-    ("backtype.storm.multilang.JsonSerializer", "json"),
-    ("com.yelp.pyleus.serializer.MessagePackSerializer", "msgpack"),
-])
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        (None, "json"),
+        ("org.apache.storm.multilang.JsonSerializer", "json"),
+        ("backtype.storm.multilang.JsonSerializer", "json"),
+        ("com.yelp.pyleus.serializer.MessagePackSerializer", "msgpack"),
+    ],
+)
 def test_multilang_serializer_applies_to_shell_components_only(tmp_path, name, expected):
     (tmp_path / "s.py").write_text("")
     config = {} if name is None else {"topology.multilang.serializer": name}
-    doc = {"name": "t", "config": config,
-           "spouts": [{"id": "words", "className": "org.apache.storm.testing.TestWordSpout"}],
-           "bolts": [{"id": "shell", "className": BOLT_CLASS,
-                      "constructorArgs": [["python", "s.py"], ["word"]]}],
-           "streams": [{"from": "words", "to": "shell", "grouping": {"type": "SHUFFLE"}}]}
+    doc = {
+        "name": "t",
+        "config": config,
+        "spouts": [{"id": "words", "className": "org.apache.storm.testing.TestWordSpout"}],
+        "bolts": [
+            {
+                "id": "shell",
+                "className": BOLT_CLASS,
+                "constructorArgs": [["python", "s.py"], ["word"]],
+            }
+        ],
+        "streams": [{"from": "words", "to": "shell", "grouping": {"type": "SHUFFLE"}}],
+    }
     topology = load_flux(doc, file=str(tmp_path / "t.yaml"), base_dir=tmp_path)
     assert topology.component("shell").serializer == expected
     assert topology.component("words").serializer == "json"  # a built-in: Storm's Java class
 
 
 def test_unknown_multilang_serializer_is_an_error(tmp_path):
-    doc = {"name": "t", "config": {"topology.multilang.serializer": "com.example.Thrift"},
-           "spouts": [{"id": "words", "className": "org.apache.storm.testing.TestWordSpout"}]}
+    doc = {
+        "name": "t",
+        "config": {"topology.multilang.serializer": "com.example.Thrift"},
+        "spouts": [{"id": "words", "className": "org.apache.storm.testing.TestWordSpout"}],
+    }
     with pytest.raises(TopologyError, match="unknown serializer"):
         load_flux(doc, file="t.yaml", base_dir=tmp_path)

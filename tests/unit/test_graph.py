@@ -22,14 +22,24 @@ def topology(tmp_path: Path):
     for name in ("spout.py", "bolt.py"):
         (tmp_path / name).write_text("# dummy\n")
     b = TopologyBuilder("demo")
-    b.spout("sentences", ["python", "spout.py"], outputs={"default": ["sentence"],
-                                                         "alerts": ["level"]})
-    b.bolt('sp"lit', ["python", "bolt.py", "--a-rather-long-option-that-will-be-shortened"],
-           outputs=["word"], parallelism=3).shuffle("sentences")
-    b.bolt("count", ["python", "-m", "components.storm_builtins.test_word_counter"],
-           outputs=["word", "count"], parallelism=2).fields('sp"lit', "word")
-    b.bolt("sink", ["python", "bolt.py"]).global_("count").all("sentences", stream="alerts") \
-        .partial_key('sp"lit', "word")
+    b.spout(
+        "sentences", ["python", "spout.py"], outputs={"default": ["sentence"], "alerts": ["level"]}
+    )
+    b.bolt(
+        'sp"lit',
+        ["python", "bolt.py", "--a-rather-long-option-that-will-be-shortened"],
+        outputs=["word"],
+        parallelism=3,
+    ).shuffle("sentences")
+    b.bolt(
+        "count",
+        ["python", "-m", "components.storm_builtins.test_word_counter"],
+        outputs=["word", "count"],
+        parallelism=2,
+    ).fields('sp"lit', "word")
+    b.bolt("sink", ["python", "bolt.py"]).global_("count").all(
+        "sentences", stream="alerts"
+    ).partial_key('sp"lit', "word")
     b.bolt("direct", ["python", "bolt.py"]).direct("sentences", stream="alerts")
     return b.build(tmp_path)
 
@@ -58,11 +68,14 @@ def test_dot_shows_components_parallelism_streams_and_groupings(topology):
     assert '{ rank=source; "sentences"; }' in dot
 
 
-@pytest.mark.parametrize("grouping, stream, label", [
-    (Grouping("fields", ("a", "b")), "default", "fields(a, b)"),
-    (Grouping("local_or_shuffle"), "s", "[s] local_or_shuffle"),
-    (Grouping("none"), "default", "none"),
-])
+@pytest.mark.parametrize(
+    "grouping, stream, label",
+    [
+        (Grouping("fields", ("a", "b")), "default", "fields(a, b)"),
+        (Grouping("local_or_shuffle"), "s", "[s] local_or_shuffle"),
+        (Grouping("none"), "default", "none"),
+    ],
+)
 def test_edge_labels(grouping, stream, label):
     assert edge_label(Input("x", stream, grouping)) == label
 
@@ -96,8 +109,10 @@ def test_graph_cli_on_a_flux_file(tmp_path):
     result = runner.invoke(main, ["graph", str(FLUX / "builtins.yaml"), "-o", str(out)])
     assert result.exit_code == 0, result.output
     assert "<svg" in out.read_text()
-    result = runner.invoke(main, ["graph", str(FLUX / "builtins.yaml"), "--format", "png",
-                                  "-o", str(tmp_path / "p.out")])
+    result = runner.invoke(
+        main,
+        ["graph", str(FLUX / "builtins.yaml"), "--format", "png", "-o", str(tmp_path / "p.out")],
+    )
     assert result.exit_code == 0 and (tmp_path / "p.out").read_bytes().startswith(b"\x89PNG")
 
 

@@ -9,8 +9,21 @@ from hypothesis import strategies as st
 
 from multilang import serializers
 from multilang.codec import ComponentDecoder, EncodeError, ProtocolError, encode, to_wire
-from multilang.messages import (Ack, Emit, Error, Fail, Handshake, Log, Metrics, Pid, SpoutCommand,
-                                Sync, TaskIds, TupleMessage, UnknownCommand)
+from multilang.messages import (
+    Ack,
+    Emit,
+    Error,
+    Fail,
+    Handshake,
+    Log,
+    Metrics,
+    Pid,
+    SpoutCommand,
+    Sync,
+    TaskIds,
+    TupleMessage,
+    UnknownCommand,
+)
 from multilang.msgpack_serializer import MsgpackDecoder, MsgpackSerializer
 
 # ---- strategies ---------------------------------------------------------------------------------
@@ -20,8 +33,9 @@ ints = st.integers(min_value=-(2**63), max_value=2**64 - 1)
 scalars = st.none() | st.booleans() | ints | st.floats(allow_nan=False) | st.text(max_size=20)
 values = st.recursive(
     scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
-                                                                max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
     max_leaves=12,
 )
 tuple_ids = st.text(min_size=1, max_size=20)
@@ -30,18 +44,25 @@ tuple_ids = st.text(min_size=1, max_size=20)
 @st.composite
 def emits(draw) -> Emit:
     anchors = draw(st.lists(tuple_ids, max_size=3))
-    return Emit(values=draw(st.lists(values, max_size=5)),
-                stream=draw(st.sampled_from(["default", "errors"]) | st.text(max_size=10)),
-                anchors=anchors if anchors else (),
-                task=draw(st.none() | ints.filter(lambda t: t != 0)),
-                need_task_ids=draw(st.booleans()),
-                id=draw(st.none() | values.filter(lambda v: v is not None)))
+    return Emit(
+        values=draw(st.lists(values, max_size=5)),
+        stream=draw(st.sampled_from(["default", "errors"]) | st.text(max_size=10)),
+        anchors=anchors if anchors else (),
+        task=draw(st.none() | ints.filter(lambda t: t != 0)),
+        need_task_ids=draw(st.booleans()),
+        id=draw(st.none() | values.filter(lambda v: v is not None)),
+    )
 
 
-unknown_commands = st.text(min_size=1, max_size=10).filter(
-    lambda c: c not in {"emit", "ack", "fail", "log", "error", "metrics", "sync"}
-).flatmap(lambda c: st.fixed_dictionaries({"command": st.just(c), "x": values}).map(
-    lambda raw: UnknownCommand(raw["command"], raw)))
+unknown_commands = (
+    st.text(min_size=1, max_size=10)
+    .filter(lambda c: c not in {"emit", "ack", "fail", "log", "error", "metrics", "sync"})
+    .flatmap(
+        lambda c: st.fixed_dictionaries({"command": st.just(c), "x": values}).map(
+            lambda raw: UnknownCommand(raw["command"], raw)
+        )
+    )
+)
 
 component_messages = st.one_of(
     emits(),
@@ -91,10 +112,13 @@ def decoder(max_frame: int = 1 << 20, awaiting_pid: bool = False) -> MsgpackDeco
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(messages=st.lists(component_messages, min_size=1, max_size=8), pid=st.integers(1, 2**22),
-       cuts=st.lists(st.integers(0, 10**6), max_size=12), bin_type=st.booleans())
-def test_random_streams_split_anywhere_decode_to_the_same_messages(messages, pid, cuts,
-                                                                   bin_type):
+@given(
+    messages=st.lists(component_messages, min_size=1, max_size=8),
+    pid=st.integers(1, 2**22),
+    cuts=st.lists(st.integers(0, 10**6), max_size=12),
+    bin_type=st.booleans(),
+)
+def test_random_streams_split_anywhere_decode_to_the_same_messages(messages, pid, cuts, bin_type):
     stream = pack(Pid(pid), bin_type) + b"".join(pack(m, bin_type) for m in messages)
     decoded = feed_all(MsgpackDecoder(), split_at(stream, cuts))
     assert [comparable(m) for m in decoded] == [Pid(pid)] + [comparable(m) for m in messages]
@@ -112,7 +136,7 @@ def test_the_same_messages_as_the_json_decoder(messages):
 @given(messages=st.lists(component_messages, min_size=1, max_size=10))
 def test_byte_by_byte_feeding(messages):
     stream = b"".join(pack(m) for m in messages)
-    decoded = feed_all(decoder(), [stream[i:i + 1] for i in range(len(stream))])
+    decoded = feed_all(decoder(), [stream[i : i + 1] for i in range(len(stream))])
     assert [comparable(m) for m in decoded] == [comparable(m) for m in messages]
 
 
@@ -138,12 +162,16 @@ values_with_bin = st.recursive(
 
 
 @settings(max_examples=100, deadline=None)
-@given(rows=st.lists(st.lists(values_with_bin, max_size=4), min_size=1, max_size=6),
-       cuts=st.lists(st.integers(0, 10**6), max_size=8))
+@given(
+    rows=st.lists(st.lists(values_with_bin, max_size=4), min_size=1, max_size=6),
+    cuts=st.lists(st.integers(0, 10**6), max_size=8),
+)
 def test_bin_values_anywhere_become_str_however_the_stream_is_cut(rows, cuts):
-    stream = b"".join(msgpack.packb({"command": "emit", "tuple": row, "need_task_ids": False})
-                      + msgpack.packb({"command": "ack", "id": str(i).encode()})
-                      for i, row in enumerate(rows))
+    stream = b"".join(
+        msgpack.packb({"command": "emit", "tuple": row, "need_task_ids": False})
+        + msgpack.packb({"command": "ack", "id": str(i).encode()})
+        for i, row in enumerate(rows)
+    )
     decoded = feed_all(decoder(), split_at(stream, cuts))
     expected = []
     for i, row in enumerate(rows):
@@ -153,14 +181,20 @@ def test_bin_values_anywhere_become_str_however_the_stream_is_cut(rows, cuts):
 
 def test_integer_tuple_ids_become_strings_as_pyleus_does():
     d = decoder()
-    out = d.feed(msgpack.packb({"command": "ack", "id": 7})
-                 + msgpack.packb({"command": "fail", "id": -9223372036854775808})
-                 + msgpack.packb({"command": "emit", "tuple": [1], "anchors": [5, "x", 6]})
-                 + msgpack.packb({"command": "emit", "tuple": [1], "anchors": 12})
-                 + msgpack.packb({"command": "ack", "id": True}))
-    assert out == [Ack("7"), Fail("-9223372036854775808"),
-                   Emit([1], anchors=["5", "x", "6"]), Emit([1], anchors=("12",)),
-                   Ack(True)]  # not an int: left for the host to reject as not pending
+    out = d.feed(
+        msgpack.packb({"command": "ack", "id": 7})
+        + msgpack.packb({"command": "fail", "id": -9223372036854775808})
+        + msgpack.packb({"command": "emit", "tuple": [1], "anchors": [5, "x", 6]})
+        + msgpack.packb({"command": "emit", "tuple": [1], "anchors": 12})
+        + msgpack.packb({"command": "ack", "id": True})
+    )
+    assert out == [
+        Ack("7"),
+        Fail("-9223372036854775808"),
+        Emit([1], anchors=["5", "x", "6"]),
+        Emit([1], anchors=("12",)),
+        Ack(True),
+    ]  # not an int: left for the host to reject as not pending
 
 
 def test_spout_message_ids_are_kept_as_emitted():
@@ -170,36 +204,43 @@ def test_spout_message_ids_are_kept_as_emitted():
 
 
 def test_bin_and_raw_strings_become_str():
-    raw = msgpack.packb({b"command": b"emit", b"tuple": [b"caf\xc3\xa9", {b"k": [b"v"]}],
-                         b"stream": "s"}, use_bin_type=True)
+    raw = msgpack.packb(
+        {b"command": b"emit", b"tuple": [b"caf\xc3\xa9", {b"k": [b"v"]}], b"stream": "s"},
+        use_bin_type=True,
+    )
     old = msgpack.packb({"command": "log", "msg": "é", "level": 3}, use_bin_type=False)
     assert decoder().feed(raw + old) == [Emit(["café", {"k": ["v"]}], "s"), Log("é", 3)]
 
 
 def test_messages_before_the_pid_are_returned_in_order():
     d = decoder(awaiting_pid=True)
-    out = d.feed(msgpack.packb({"command": "log", "msg": "init"})
-                 + msgpack.packb({"command": "emit", "tuple": ["early"]})
-                 + msgpack.packb({"pid": 42}))
+    out = d.feed(
+        msgpack.packb({"command": "log", "msg": "init"})
+        + msgpack.packb({"command": "emit", "tuple": ["early"]})
+        + msgpack.packb({"pid": 42})
+    )
     assert out == [Log("init", 2), Emit(["early"]), Pid(42)]
     with pytest.raises(ProtocolError, match="without a `command`"):
         d.feed(msgpack.packb({"pid": 43}))  # only the first one is the reply
 
 
-@pytest.mark.parametrize("value,reason", [
-    ([1, 2], "not a msgpack map"),
-    ("hello world", "not a msgpack map"),
-    (5, "not a msgpack map"),
-    ({"nocommand": 1}, "without a `command`"),
-    ({"command": "emit", "tuple": [1], "stream": 5}, "`stream` that is not a string"),
-    ({"command": "emit", "tuple": "x"}, "without a `tuple` array"),
-    ({"command": "emit", "tuple": [], "need_task_ids": 1}, "not a boolean"),
-    ({"command": "emit", "tuple": [], "task": "4"}, "`task` that is not an integer"),
-    ({"command": "emit", "tuple": [], "anchors": [1.5]}, "anchor that is not a string"),
-    ({"command": "metrics", "params": 1}, "metrics without a `name`"),
-    ({"command": "emit", "tuple": [msgpack.ExtType(5, b"x")]}, "ExtType"),
-    ({"command": "emit", "tuple": [msgpack.Timestamp(1, 0)]}, "Timestamp"),
-])
+@pytest.mark.parametrize(
+    "value,reason",
+    [
+        ([1, 2], "not a msgpack map"),
+        ("hello world", "not a msgpack map"),
+        (5, "not a msgpack map"),
+        ({"nocommand": 1}, "without a `command`"),
+        ({"command": "emit", "tuple": [1], "stream": 5}, "`stream` that is not a string"),
+        ({"command": "emit", "tuple": "x"}, "without a `tuple` array"),
+        ({"command": "emit", "tuple": [], "need_task_ids": 1}, "not a boolean"),
+        ({"command": "emit", "tuple": [], "task": "4"}, "`task` that is not an integer"),
+        ({"command": "emit", "tuple": [], "anchors": [1.5]}, "anchor that is not a string"),
+        ({"command": "metrics", "params": 1}, "metrics without a `name`"),
+        ({"command": "emit", "tuple": [msgpack.ExtType(5, b"x")]}, "ExtType"),
+        ({"command": "emit", "tuple": [msgpack.Timestamp(1, 0)]}, "Timestamp"),
+    ],
+)
 def test_bad_messages_carry_their_exact_bytes_and_what_came_before(value, reason):
     bad = msgpack.packb(value)
     sync = msgpack.packb({"command": "sync"})
@@ -209,14 +250,17 @@ def test_bad_messages_carry_their_exact_bytes_and_what_came_before(value, reason
     assert info.value.decoded == [Sync()]
 
 
-@pytest.mark.parametrize("data,reason", [
-    (b"\xc1", "FormatError"),  # the one byte msgpack never uses
-    (b"\xa2\xff\xfe", "utf-8"),  # a str that is not UTF-8
-    (b"\x81\x01\x02", "int is not allowed for map key"),  # JSON has no such map either
-    (b"\x81\x91\x01\x02", "list is not allowed for map key"),
-    (b"\x81\xc4\x01\xff\x01", "utf-8"),  # a bin key that is not UTF-8
-    (b"\x91" * 5000 + b"\x01", "StackError"),
-])
+@pytest.mark.parametrize(
+    "data,reason",
+    [
+        (b"\xc1", "FormatError"),  # the one byte msgpack never uses
+        (b"\xa2\xff\xfe", "utf-8"),  # a str that is not UTF-8
+        (b"\x81\x01\x02", "int is not allowed for map key"),  # JSON has no such map either
+        (b"\x81\x91\x01\x02", "list is not allowed for map key"),
+        (b"\x81\xc4\x01\xff\x01", "utf-8"),  # a bin key that is not UTF-8
+        (b"\x91" * 5000 + b"\x01", "StackError"),
+    ],
+)
 @pytest.mark.parametrize("chunk", [1, 3, 1 << 20])
 def test_undecodable_bytes_are_a_protocol_error(data, reason, chunk):
     sync = msgpack.packb({"command": "sync"})
@@ -225,7 +269,7 @@ def test_undecodable_bytes_are_a_protocol_error(data, reason, chunk):
     before = []
     with pytest.raises(ProtocolError, match=reason) as info:
         for i in range(0, len(stream), chunk):
-            before.extend(d.feed(stream[i:i + chunk]))
+            before.extend(d.feed(stream[i : i + chunk]))
     # the report starts where the bad message starts, however the reads cut it
     assert info.value.raw and data.startswith(info.value.raw)
     assert before + info.value.decoded == [Sync()]
@@ -291,9 +335,13 @@ def test_a_never_ending_message_fails_once_the_limit_is_reached():
 
 
 @settings(max_examples=100, deadline=None)
-@given(comp=st.none() | st.text(max_size=12), stream=st.text(max_size=12),
-       task=st.integers(-1, 2**31 - 1), vals=st.lists(values, max_size=5),
-       tuple_id=st.integers(1, 2**64 - 1))
+@given(
+    comp=st.none() | st.text(max_size=12),
+    stream=st.text(max_size=12),
+    task=st.integers(-1, 2**31 - 1),
+    vals=st.lists(values, max_size=5),
+    tuple_id=st.integers(1, 2**64 - 1),
+)
 def test_tuple_frames_are_one_map_equal_to_the_encoded_message(comp, stream, task, vals, tuple_id):
     s = MsgpackSerializer()
     frame = s.tuple_frame(s.tuple_prefix(comp, stream, task), s.values(vals), tuple_id)
@@ -306,20 +354,29 @@ def test_frames_stream_back_to_back_for_a_streaming_reader():
     # how pystorm reads: one Unpacker fed whatever os.read returned
     s = MsgpackSerializer()
     prefix = s.tuple_prefix("spout", "default", 1)
-    stream = (s.tuple_frame(prefix, s.values(["a", 1]), 11) + s.task_ids([4, 7])
-              + s.encode(SpoutCommand("next")) + s.tuple_frame(prefix, s.values([]), 2**64 - 1)
-              + s.encode(TupleMessage("-1", None, "__heartbeat", -1, [])))
+    stream = (
+        s.tuple_frame(prefix, s.values(["a", 1]), 11)
+        + s.task_ids([4, 7])
+        + s.encode(SpoutCommand("next"))
+        + s.tuple_frame(prefix, s.values([]), 2**64 - 1)
+        + s.encode(TupleMessage("-1", None, "__heartbeat", -1, []))
+    )
     reader = msgpack.Unpacker()
     got = []
     for i in range(0, len(stream), 3):
-        reader.feed(stream[i:i + 3])
+        reader.feed(stream[i : i + 3])
         got.extend(reader)
     assert got == [
         {"comp": "spout", "stream": "default", "task": 1, "tuple": ["a", 1], "id": "11"},
         [4, 7],
         {"command": "next", "id": ""},
-        {"comp": "spout", "stream": "default", "task": 1, "tuple": [],
-         "id": "18446744073709551615"},
+        {
+            "comp": "spout",
+            "stream": "default",
+            "task": 1,
+            "tuple": [],
+            "id": "18446744073709551615",
+        },
         {"id": "-1", "comp": None, "stream": "__heartbeat", "task": -1, "tuple": []},
     ]
 
@@ -332,14 +389,22 @@ def test_prefixes_and_task_id_replies_are_cached():
 
 
 def test_handshake_context_is_reduced():
-    context = {"taskid": 3, "componentid": "split", "task->component": {"1": "spout", "3": "split"},
-               "streams": ["default"], "stream->outputfields": {"default": ["word"]}}
+    context = {
+        "taskid": 3,
+        "componentid": "split",
+        "task->component": {"1": "spout", "3": "split"},
+        "streams": ["default"],
+        "stream->outputfields": {"default": ["word"]},
+    }
     s = MsgpackSerializer()
     reduced = s.handshake_context(context)
     assert reduced == {"taskid": 3, "task->component": {"1": "spout", "3": "split"}}
     data = s.encode(Handshake("/tmp/pids", {"topology.name": "t"}, reduced))
-    assert msgpack.unpackb(data) == {"pidDir": "/tmp/pids", "conf": {"topology.name": "t"},
-                                     "context": reduced}
+    assert msgpack.unpackb(data) == {
+        "pidDir": "/tmp/pids",
+        "conf": {"topology.name": "t"},
+        "context": reduced,
+    }
 
 
 def test_spout_commands_and_task_ids_encode_as_maps_and_arrays():

@@ -16,8 +16,14 @@ from host.router import Router, stable_hash
 def topo(grouping: Grouping, parallelism: int = 4, outputs=None) -> tuple[Router, list[int]]:
     outputs = outputs or {"default": ("word", "n")}
     spout = Component("src", SPOUT, ("x",), outputs=outputs)
-    bolt = Component("dst", BOLT, ("x",), outputs={}, parallelism=parallelism,
-                     inputs=(Input("src", "default", grouping),))
+    bolt = Component(
+        "dst",
+        BOLT,
+        ("x",),
+        outputs={},
+        parallelism=parallelism,
+        inputs=(Input("src", "default", grouping),),
+    )
     tasks = list(range(10, 10 + parallelism))
     return Router(Topology("t", (spout, bolt)), {"src": [1], "dst": tasks}), tasks
 
@@ -53,6 +59,7 @@ def test_fields_grouping_matches_a_fresh_router():
 
 def test_stable_hash_is_crc32_of_utf8():
     import zlib
+
     assert stable_hash("héllo") == zlib.crc32("héllo".encode())
     assert stable_hash([1, "a"]) == zlib.crc32(b'[1,"a"]')
 
@@ -107,15 +114,17 @@ def test_stream_without_subscribers_routes_nowhere():
 
 def test_several_subscribers_concatenate_in_component_order():
     spout = Component("src", SPOUT, ("x",), outputs={"default": ("a",)})
-    b1 = Component("b1", BOLT, ("x",), parallelism=2,
-                   inputs=(Input("src", "default", Grouping("all")),))
+    b1 = Component(
+        "b1", BOLT, ("x",), parallelism=2, inputs=(Input("src", "default", Grouping("all")),)
+    )
     b2 = Component("b2", BOLT, ("x",), inputs=(Input("src", "default", Grouping("global")),))
     router = Router(Topology("t", (spout, b1, b2)), {"src": [1], "b1": [2, 3], "b2": [4]})
     assert router.targets("src", "default", ["v"]) == [2, 3, 4]
 
 
-@given(st.lists(st.one_of(st.text(), st.integers(), st.booleans(), st.none()), min_size=2,
-                max_size=2))
+@given(
+    st.lists(st.one_of(st.text(), st.integers(), st.booleans(), st.none()), min_size=2, max_size=2)
+)
 def test_fields_grouping_is_a_function_of_the_key(values):
     router, tasks = topo(Grouping("fields", ("word",)))
     first = router.targets("src", "default", values)

@@ -13,12 +13,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from multilang import codec
-from multilang.codec import ComponentDecoder, ProtocolError
+from multilang.codec import ComponentDecoder
 from multilang.messages import Ack, Emit, Pid
 
 pure = os.environ.get("MULTILANG_PURE_PYTHON", "") not in ("", "0")
-needs_c = pytest.mark.skipif(codec._c_component_messages is None,
-                             reason="multilang._speedups is not built")
+needs_c = pytest.mark.skipif(
+    codec._c_component_messages is None, reason="multilang._speedups is not built"
+)
 
 
 @pytest.mark.skipif(pure, reason="MULTILANG_PURE_PYTHON is set")
@@ -56,44 +57,72 @@ def same(values: list, awaiting_pid: bool = False):
     return c
 
 
-WORD = {"command": "emit", "tuple": ["cow"], "anchors": ["12345678901234567890"],
-        "need_task_ids": False}
+WORD = {
+    "command": "emit",
+    "tuple": ["cow"],
+    "anchors": ["12345678901234567890"],
+    "need_task_ids": False,
+}
 
 
 @needs_c
-@pytest.mark.parametrize("values", [
-    [WORD, {"command": "ack", "id": "12345678901234567890"}],
-    [{"command": "emit", "tuple": []}],  # every default
-    [{"command": "emit", "tuple": [1], "stream": None, "anchors": None, "task": None,
-      "need_task_ids": None, "id": None}],
-    [{"command": "emit", "tuple": [1], "stream": "s", "anchors": "7", "task": 3,
-      "need_task_ids": True, "id": {"k": [1]}}],
-    [{"command": "emit", "tuple": [1], "task": 0}],  # Storm: task 0 is not a direct emit
-    [{"command": "emit", "tuple": [1], "task": 2**70}],
-    [{"command": "emit", "tuple": [1], "anchors": []}],
-    [{"command": "ack", "id": 5}, {"command": "ack", "id": None}, {"command": "ack"}],
-    [{"command": "sync"}, {"command": "log", "msg": "hi", "level": 3}, {"command": "fail",
-                                                                          "id": "1"}],
-    [{"command": "metrics", "name": "m", "params": 1}, {"command": "nope", "x": 1}],
-    # malformed emits: the whole batch is given up (None), like the Python version
-    [WORD, {"command": "emit"}],
-    [{"command": "emit", "tuple": "cow"}],
-    [{"command": "emit", "tuple": ("cow",)}],
-    [{"command": "emit", "tuple": [1], "stream": 5}],
-    [{"command": "emit", "tuple": [1], "anchors": [1]}],
-    [{"command": "emit", "tuple": [1], "anchors": ["1", None]}],
-    [{"command": "emit", "tuple": [1], "anchors": {"a": 1}}],
-    [{"command": "emit", "tuple": [1], "task": True}],
-    [{"command": "emit", "tuple": [1], "task": 1.0}],
-    [{"command": "emit", "tuple": [1], "need_task_ids": 1}],
-    # not messages at all: the Python callback raises, the batch is given up
-    [WORD, [1, 2]],
-    [WORD, "text"],
-    [{"command": 7}],
-    [{"no": "command"}],
-    [{"command": "metrics"}],
-    [],
-])
+@pytest.mark.parametrize(
+    "values",
+    [
+        [WORD, {"command": "ack", "id": "12345678901234567890"}],
+        [{"command": "emit", "tuple": []}],  # every default
+        [
+            {
+                "command": "emit",
+                "tuple": [1],
+                "stream": None,
+                "anchors": None,
+                "task": None,
+                "need_task_ids": None,
+                "id": None,
+            }
+        ],
+        [
+            {
+                "command": "emit",
+                "tuple": [1],
+                "stream": "s",
+                "anchors": "7",
+                "task": 3,
+                "need_task_ids": True,
+                "id": {"k": [1]},
+            }
+        ],
+        [{"command": "emit", "tuple": [1], "task": 0}],  # Storm: task 0 is not a direct emit
+        [{"command": "emit", "tuple": [1], "task": 2**70}],
+        [{"command": "emit", "tuple": [1], "anchors": []}],
+        [{"command": "ack", "id": 5}, {"command": "ack", "id": None}, {"command": "ack"}],
+        [
+            {"command": "sync"},
+            {"command": "log", "msg": "hi", "level": 3},
+            {"command": "fail", "id": "1"},
+        ],
+        [{"command": "metrics", "name": "m", "params": 1}, {"command": "nope", "x": 1}],
+        # malformed emits: the whole batch is given up (None), like the Python version
+        [WORD, {"command": "emit"}],
+        [{"command": "emit", "tuple": "cow"}],
+        [{"command": "emit", "tuple": ("cow",)}],
+        [{"command": "emit", "tuple": [1], "stream": 5}],
+        [{"command": "emit", "tuple": [1], "anchors": [1]}],
+        [{"command": "emit", "tuple": [1], "anchors": ["1", None]}],
+        [{"command": "emit", "tuple": [1], "anchors": {"a": 1}}],
+        [{"command": "emit", "tuple": [1], "task": True}],
+        [{"command": "emit", "tuple": [1], "task": 1.0}],
+        [{"command": "emit", "tuple": [1], "need_task_ids": 1}],
+        # not messages at all: the Python callback raises, the batch is given up
+        [WORD, [1, 2]],
+        [WORD, "text"],
+        [{"command": 7}],
+        [{"no": "command"}],
+        [{"command": "metrics"}],
+        [],
+    ],
+)
 def test_fixed_cases_decode_as_the_python_version(values):
     same(values)
 
@@ -125,33 +154,62 @@ def test_exceptions_other_than_protocol_errors_propagate():
 
 @needs_c
 def test_no_reference_is_leaked_or_lost():
-    values = [dict(WORD, tuple=["a fresh value object"]), {"command": "ack", "id": "x" * 30},
-              {"command": "emit", "tuple": [1], "anchors": "single"}, {"command": "sync"}]
+    values = [
+        dict(WORD, tuple=["a fresh value object"]),
+        {"command": "ack", "id": "x" * 30},
+        {"command": "emit", "tuple": [1], "anchors": "single"},
+        {"command": "sync"},
+    ]
     watched = [values[0]["tuple"], values[0]["anchors"], values[1]["id"], values[2]["anchors"]]
     before = [sys.getrefcount(w) for w in watched]
     for _ in range(1000):
         result = ComponentDecoder(awaiting_pid=False)._messages(values)
         assert result is not None
         del result
-        assert ComponentDecoder(awaiting_pid=False)._messages(values + [{"command": "emit"}]) \
-            is None
+        assert (
+            ComponentDecoder(awaiting_pid=False)._messages(values + [{"command": "emit"}]) is None
+        )
     assert [sys.getrefcount(w) for w in watched] == before
 
 
 # random message-like values: every key of an emit, with right and wrong types
-loose = st.none() | st.booleans() | st.integers(-3, 3) | st.integers(2**63, 2**70) \
-    | st.floats(allow_nan=True) | st.text(max_size=4) \
+loose = (
+    st.none()
+    | st.booleans()
+    | st.integers(-3, 3)
+    | st.integers(2**63, 2**70)
+    | st.floats(allow_nan=True)
+    | st.text(max_size=4)
     | st.lists(st.text(max_size=3) | st.integers(0, 2), max_size=3)
-fields = st.fixed_dictionaries({}, optional={
-    "command": st.sampled_from(["emit", "ack", "sync", "fail", "log", "metrics", "bogus"]) | loose,
-    "tuple": loose, "stream": loose, "anchors": loose, "task": loose, "need_task_ids": loose,
-    "id": loose, "msg": loose, "level": loose, "name": loose, "params": loose, "pid": loose})
+)
+fields = st.fixed_dictionaries(
+    {},
+    optional={
+        "command": st.sampled_from(["emit", "ack", "sync", "fail", "log", "metrics", "bogus"])
+        | loose,
+        "tuple": loose,
+        "stream": loose,
+        "anchors": loose,
+        "task": loose,
+        "need_task_ids": loose,
+        "id": loose,
+        "msg": loose,
+        "level": loose,
+        "name": loose,
+        "params": loose,
+        "pid": loose,
+    },
+)
 emit_like = st.fixed_dictionaries(
     {"command": st.just("emit"), "tuple": st.lists(st.text(max_size=3), max_size=2)},
-    optional={"stream": st.none() | st.text(max_size=3), "anchors": st.none() | st.text(max_size=3)
-              | st.lists(st.text(max_size=3), max_size=2),
-              "task": st.none() | st.integers(-2, 2), "need_task_ids": st.none() | st.booleans(),
-              "id": loose})
+    optional={
+        "stream": st.none() | st.text(max_size=3),
+        "anchors": st.none() | st.text(max_size=3) | st.lists(st.text(max_size=3), max_size=2),
+        "task": st.none() | st.integers(-2, 2),
+        "need_task_ids": st.none() | st.booleans(),
+        "id": loose,
+    },
+)
 values_strategy = st.lists(fields | emit_like | loose, max_size=6)
 
 
@@ -196,25 +254,48 @@ def identical(a, b) -> bool:
 
 
 @needs_orjson
-@pytest.mark.parametrize("text", [
-    b"[99999999999999999999]", b"[-9999999999999999999]", b"[18446744073709551615]",
-    b"[-9223372036854775808]", b"[1,\t12345678901234567890123]", b'["12345678901234567890"]',
-    b'[{"id":"12345678901234567890","n":12345678901234567890}]', b"[NaN]", b"[1e400]",
-    b'["\\ud800"]', b'[1.0, -0, 1E5, 0.1]', b'["a\\u0000b"]', b'[{"a":1,"a":2}]', b"[1,]",
-    b'["\xff"]',
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"[99999999999999999999]",
+        b"[-9999999999999999999]",
+        b"[18446744073709551615]",
+        b"[-9223372036854775808]",
+        b"[1,\t12345678901234567890123]",
+        b'["12345678901234567890"]',
+        b'[{"id":"12345678901234567890","n":12345678901234567890}]',
+        b"[NaN]",
+        b"[1e400]",
+        b'["\\ud800"]',
+        b"[1.0, -0, 1E5, 0.1]",
+        b'["a\\u0000b"]',
+        b'[{"a":1,"a":2}]',
+        b"[1,]",
+        b'["\xff"]',
+    ],
+)
 def test_parse_array_reads_what_ujson_reads(text):
     assert identical(parse_or_error(text), ujson_or_error(text))
 
 
 json_texts = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**80), 2**80) | st.floats() | st.text(max_size=6)
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**80), 2**80)
+    | st.floats()
+    | st.text(max_size=6)
     | st.integers(-(2**80), 2**80).map(str),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner,
-                                                                max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
     max_leaves=10,
-).map(lambda v: ("[" + ujson.dumps(v, reject_bytes=False) + "]").encode()
-      if not isinstance(v, float) or math.isfinite(v) else b"[NaN]")
+).map(
+    lambda v: (
+        ("[" + ujson.dumps(v, reject_bytes=False) + "]").encode()
+        if not isinstance(v, float) or math.isfinite(v)
+        else b"[NaN]"
+    )
+)
 
 
 @needs_orjson

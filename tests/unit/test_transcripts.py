@@ -152,8 +152,11 @@ def _finish(peer: ComponentPeer, timeout: float = 5) -> list:
 
 
 def _expected_replies(segment: Segment) -> list[dict]:
-    return [_normal(wire) for kind, wire in segment.events
-            if kind == "<-" and wire.get("command") != "log"]
+    return [
+        _normal(wire)
+        for kind, wire in segment.events
+        if kind == "<-" and wire.get("command") != "log"
+    ]
 
 
 BOLT_FILES = [p for p in FILES if any(type(s.sent) is TupleMessage for s in load(p).segments)]
@@ -211,8 +214,10 @@ def test_our_spout_answers_like_the_transcript(path):
     peer = ComponentPeer(["python", str(COMPONENTS / "transcript_spout.py")])
     logs: list[str] = []
     try:
-        peer.handshake(conf={**transcript.handshake.conf, "test.script": script},
-                       context=transcript.handshake.context)
+        peer.handshake(
+            conf={**transcript.handshake.conf, "test.script": script},
+            context=transcript.handshake.context,
+        )
         for segment in transcript.segments:
             expected = _expected_replies(segment)
             if not expected or expected[-1] != {"command": "sync"}:
@@ -233,6 +238,7 @@ def test_our_spout_answers_like_the_transcript(path):
     finally:
         peer.close()
     assert rest == []
-    asked = [e for emits in [script["init"], *script["commands"]] for e in emits
-             if e["need_task_ids"]]
+    asked = [
+        e for emits in [script["init"], *script["commands"]] for e in emits if e["need_task_ids"]
+    ]
     assert logs == ["task ids [4]" for _ in asked]

@@ -21,30 +21,65 @@ from host.view import (
 )
 
 
-def snapshot(uptime: float = 10.0, acked: int = 1000, *, new_keys: bool = True,
-             restarts: int = 0, failures: list | None = None, logs: list | None = None) -> dict:
+def snapshot(
+    uptime: float = 10.0,
+    acked: int = 1000,
+    *,
+    new_keys: bool = True,
+    restarts: int = 0,
+    failures: list | None = None,
+    logs: list | None = None,
+) -> dict:
     """A snapshot as Supervisor.snapshot() makes it; `new_keys=False` leaves out the keys that
     older versions lack (process latency, capacity, CPU, memory, logs, failures)."""
     components = {
-        "sentences": {"tasks": 1, "emitted": acked + 10, "transferred": acked + 10,
-                      "executed": 0, "acked": acked, "failed": 0, "restarts": 0, "errors": 0,
-                      "in_flight": 0, "queued": 0, "states": ["running"]},
-        "count": {"tasks": 2, "emitted": 5 * acked, "transferred": 5 * acked,
-                  "executed": 5 * acked, "acked": 5 * acked, "failed": 0,
-                  "restarts": restarts, "errors": restarts, "in_flight": 12, "queued": 3,
-                  "states": ["backoff", "running"] if restarts else ["running"]},
+        "sentences": {
+            "tasks": 1,
+            "emitted": acked + 10,
+            "transferred": acked + 10,
+            "executed": 0,
+            "acked": acked,
+            "failed": 0,
+            "restarts": 0,
+            "errors": 0,
+            "in_flight": 0,
+            "queued": 0,
+            "states": ["running"],
+        },
+        "count": {
+            "tasks": 2,
+            "emitted": 5 * acked,
+            "transferred": 5 * acked,
+            "executed": 5 * acked,
+            "acked": 5 * acked,
+            "failed": 0,
+            "restarts": restarts,
+            "errors": restarts,
+            "in_flight": 12,
+            "queued": 3,
+            "states": ["backoff", "running"] if restarts else ["running"],
+        },
     }
     if restarts:
         components["count"]["last_error"] = "exited\nwith more detail"
     if new_keys:
         components["sentences"].update(cpu_percent=2.0, rss_bytes=14 << 20)
-        components["count"].update(process_latency_ms={"p50": 4.5, "p99": 30.25},
-                                   capacity=0.91, cpu_percent=8.0, rss_bytes=96 << 20)
+        components["count"].update(
+            process_latency_ms={"p50": 4.5, "p99": 30.25},
+            capacity=0.91,
+            cpu_percent=8.0,
+            rss_bytes=96 << 20,
+        )
     snap = {
-        "topology": {"name": "wordcount", "uptime_s": uptime, "spout_tuples_acked": acked,
-                     "spout_tuples_failed": 0, "spout_tuples_timed_out": 0,
-                     "spout_tuples_pending": 40,
-                     "complete_latency_ms": {"p50": 23.5, "p99": 210.0, "mean": 30.0}},
+        "topology": {
+            "name": "wordcount",
+            "uptime_s": uptime,
+            "spout_tuples_acked": acked,
+            "spout_tuples_failed": 0,
+            "spout_tuples_timed_out": 0,
+            "spout_tuples_pending": 40,
+            "complete_latency_ms": {"p50": 23.5, "p99": 210.0, "mean": 30.0},
+        },
         "components": components,
     }
     if new_keys:
@@ -53,13 +88,18 @@ def snapshot(uptime: float = 10.0, acked: int = 1000, *, new_keys: bool = True,
     return snap
 
 
-FAILURE = {"time": 1_700_000_000.0, "component": "count", "task": 3, "pid": 4242,
-           "reason": "exited", "exit": "exit status 1",
-           "stderr": ["Traceback (most recent call last):", "ZeroDivisionError: division by zero"],
-           "last_sent": '{"id":"77","comp":"split","stream":"default","task":6,"tuple":["cow"]}'
-                        "\nend\n",
-           # the tail of what it wrote, cut in the middle of a message
-           "last_received": 'ask_ids":false}\nend\n{"command":"ack","id":"76"}\nend\n'}
+FAILURE = {
+    "time": 1_700_000_000.0,
+    "component": "count",
+    "task": 3,
+    "pid": 4242,
+    "reason": "exited",
+    "exit": "exit status 1",
+    "stderr": ["Traceback (most recent call last):", "ZeroDivisionError: division by zero"],
+    "last_sent": '{"id":"77","comp":"split","stream":"default","task":6,"tuple":["cow"]}\nend\n',
+    # the tail of what it wrote, cut in the middle of a message
+    "last_received": 'ask_ids":false}\nend\n{"command":"ack","id":"76"}\nend\n',
+}
 
 
 def render(renderable, width: int = 200) -> str:
@@ -69,6 +109,7 @@ def render(renderable, width: int = 200) -> str:
 
 
 # ---- sparkline and rates ------------------------------------------------------------------------
+
 
 def test_sparkline_scales_to_the_maximum_and_grows_to_the_right():
     assert sparkline([0, 5, 10], width=5) == BARS[0] + BARS[4] + BARS[-1] + "  "
@@ -99,13 +140,26 @@ def test_rates_history_is_bounded():
 
 # ---- the table ----------------------------------------------------------------------------------
 
+
 def test_table_shows_every_component_and_the_new_columns_when_present():
     rates = Rates()
     for i in range(5):
         rates.update(snapshot(uptime=float(i), acked=100 * i))
     text = render(component_table(snapshot(acked=400), rates))
-    for expected in ("wordcount", "sentences", "count", "p50/p99 ms", "4.5/30.2", "capacity",
-                     "0.91", "cpu %", "96.0M", "acked/s", "restarts", "errors"):
+    for expected in (
+        "wordcount",
+        "sentences",
+        "count",
+        "p50/p99 ms",
+        "4.5/30.2",
+        "capacity",
+        "0.91",
+        "cpu %",
+        "96.0M",
+        "acked/s",
+        "restarts",
+        "errors",
+    ):
         assert expected in text, expected
     assert BARS[-1] in text  # the sparkline
 
@@ -127,26 +181,40 @@ def test_restarts_and_errors_are_highlighted():
     start = plain.index("count")
     styles = {str(span.style) for span in grid.spans if span.start <= start < span.end}
     assert "bold red" in styles  # the component's name
-    red_cells = [plain[s.start:s.end].strip() for s in grid.spans if str(s.style) == "bold red"]
+    red_cells = [plain[s.start : s.end].strip() for s in grid.spans if str(s.style) == "bold red"]
     assert red_cells.count("2") == 2  # restarts and errors
     healthy = component_table(snapshot()).renderables[1]
-    assert not [s for s in healthy.spans if str(s.style) == "bold red" and
-                healthy.plain[s.start:s.end].strip() in ("0", "sentences")]
+    assert not [
+        s
+        for s in healthy.spans
+        if str(s.style) == "bold red"
+        and healthy.plain[s.start : s.end].strip() in ("0", "sentences")
+    ]
 
 
 def test_capacity_is_coloured_by_how_busy_the_bolt_is():
     grid = component_table(snapshot()).renderables[1]
-    spans = {grid.plain[s.start:s.end].strip(): str(s.style) for s in grid.spans}
+    spans = {grid.plain[s.start : s.end].strip(): str(s.style) for s in grid.spans}
     assert spans["0.91"] == "bold red"
 
 
 # ---- log lines and failures ---------------------------------------------------------------------
 
+
 def test_log_lines_show_the_last_few_one_line_each():
-    logs = [{"time": 1_700_000_000.0 + i, "component": "report", "task": 4, "level": "INFO",
-             "message": f"line {i}\nsecond part"} for i in range(20)]
-    logs.append({"time": "12:00:00", "component": "count", "task": 2, "level": "ERROR",
-                 "message": "boom"})
+    logs = [
+        {
+            "time": 1_700_000_000.0 + i,
+            "component": "report",
+            "task": 4,
+            "level": "INFO",
+            "message": f"line {i}\nsecond part",
+        }
+        for i in range(20)
+    ]
+    logs.append(
+        {"time": "12:00:00", "component": "count", "task": 2, "level": "ERROR", "message": "boom"}
+    )
     text = log_lines(snapshot(logs=logs), count=3).plain
     lines = text.splitlines()
     assert len(lines) == 3
@@ -170,8 +238,15 @@ def test_failure_block_names_component_task_pid_exit_stderr_and_last_messages():
 
 
 def test_live_renderable_puts_log_lines_under_the_table():
-    logs = [{"time": 1_700_000_000.0, "component": "report", "task": 4, "level": "INFO",
-             "message": "top 10: the=9"}]
+    logs = [
+        {
+            "time": 1_700_000_000.0,
+            "component": "report",
+            "task": 4,
+            "level": "INFO",
+            "message": "top 10: the=9",
+        }
+    ]
     text = render(live_renderable(snapshot(logs=logs), Rates(), "web UI: http://127.0.0.1:1/"))
     assert text.startswith("web UI: http://127.0.0.1:1/\n")
     assert text.index("sentences") < text.index("recent component log lines")
@@ -179,6 +254,7 @@ def test_live_renderable_puts_log_lines_under_the_table():
 
 
 # ---- the modes ----------------------------------------------------------------------------------
+
 
 def test_live_view_on_a_terminal_draws_the_table_and_each_failure_once():
     out = io.StringIO()

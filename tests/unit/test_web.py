@@ -26,11 +26,17 @@ def topology(tmp_path: Path):
     for name in ("spout.py", "bolt.py"):
         (tmp_path / name).write_text("# never run\n")
     b = TopologyBuilder("demo", config={"topology.max.spout.pending": 50})
-    b.spout("sentences", ["python", "spout.py"], outputs={"default": ["sentence"],
-                                                         "alerts": ["level"]})
+    b.spout(
+        "sentences", ["python", "spout.py"], outputs={"default": ["sentence"], "alerts": ["level"]}
+    )
     b.bolt("split", ["python", "bolt.py"], outputs=["word"], parallelism=3).shuffle("sentences")
-    b.bolt("count", ["python", "bolt.py"], outputs=["word", "count"], parallelism=2,
-           config={"topology.tick.tuple.freq.secs": 5}).fields("split", "word")
+    b.bolt(
+        "count",
+        ["python", "bolt.py"],
+        outputs=["word", "count"],
+        parallelism=2,
+        config={"topology.tick.tuple.freq.secs": 5},
+    ).fields("split", "word")
     b.bolt("alarm", ["python", "bolt.py"]).all("sentences", stream="alerts")
     return b.build(tmp_path)
 
@@ -53,22 +59,48 @@ def get(ui: WebUI, path: str, headers: dict | None = None):
 
 
 def snap(acked: int) -> dict:
-    return {"topology": {"name": "demo", "uptime_s": 1.0, "spout_tuples_acked": acked,
-                         "spout_tuples_failed": 0, "spout_tuples_timed_out": 0,
-                         "complete_latency_ms": {"p50": 1.0, "p99": 2.0, "mean": 1.2}},
-            "components": {"split": {"tasks": 3, "emitted": 5, "executed": 4, "acked": 4,
-                                     "failed": 0, "restarts": 0, "errors": 0,
-                                     "metrics": {"hits": 3}}},
-            "recent_logs": [{"time": 1.0, "component": "split", "task": 2, "level": "INFO",
-                             "message": "<script>alert(1)</script>"}],
-            "failures": []}
+    return {
+        "topology": {
+            "name": "demo",
+            "uptime_s": 1.0,
+            "spout_tuples_acked": acked,
+            "spout_tuples_failed": 0,
+            "spout_tuples_timed_out": 0,
+            "complete_latency_ms": {"p50": 1.0, "p99": 2.0, "mean": 1.2},
+        },
+        "components": {
+            "split": {
+                "tasks": 3,
+                "emitted": 5,
+                "executed": 4,
+                "acked": 4,
+                "failed": 0,
+                "restarts": 0,
+                "errors": 0,
+                "metrics": {"hits": 3},
+            }
+        },
+        "recent_logs": [
+            {
+                "time": 1.0,
+                "component": "split",
+                "task": 2,
+                "level": "INFO",
+                "message": "<script>alert(1)</script>",
+            }
+        ],
+        "failures": [],
+    }
 
 
 def test_listens_on_127_0_0_1_only(ui):
     assert ui.httpd.server_address[0] == HOST == "127.0.0.1"
     assert ui.url == f"http://127.0.0.1:{ui.port}/"
-    mine = [c for c in psutil.Process().net_connections(kind="inet")
-            if c.status == psutil.CONN_LISTEN and c.laddr.port == ui.port]
+    mine = [
+        c
+        for c in psutil.Process().net_connections(kind="inet")
+        if c.status == psutil.CONN_LISTEN and c.laddr.port == ui.port
+    ]
     assert [c.laddr.ip for c in mine] == ["127.0.0.1"]
 
 
@@ -105,9 +137,15 @@ def test_topology_endpoint(ui):
     assert comps["sentences"]["kind"] == "spout"
     assert comps["sentences"]["outputs"] == {"default": ["sentence"], "alerts": ["level"]}
     assert comps["split"]["parallelism"] == 3
-    assert comps["count"]["inputs"] == [{"source": "split", "stream": "default",
-                                         "grouping": "fields", "fields": ["word"],
-                                         "label": "fields(word)"}]
+    assert comps["count"]["inputs"] == [
+        {
+            "source": "split",
+            "stream": "default",
+            "grouping": "fields",
+            "fields": ["word"],
+            "label": "fields(word)",
+        }
+    ]
     assert comps["count"]["config"] == {"topology.tick.tuple.freq.secs": 5}
     assert comps["alarm"]["inputs"][0]["label"] == "[alerts] all"
     assert comps["split"]["command"] == ["python", "bolt.py"]
@@ -166,13 +204,30 @@ def test_cli_reports_a_port_in_use_in_one_line_and_starts_nothing():
         busy.listen()
         port = busy.getsockname()[1]
         result = subprocess.run(
-            [sys.executable, "-m", "host", "local", "examples/wordcount/topology.yaml",
-             "--ui", str(port), "--duration", "1"],
-            cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
+            [
+                sys.executable,
+                "-m",
+                "host",
+                "local",
+                "examples/wordcount/topology.yaml",
+                "--ui",
+                str(port),
+                "--duration",
+                "1",
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
-        (f"error: cannot serve the web UI on 127.0.0.1:{port}: Address already in use "
-         "(--ui 0 picks a free port)")]
+        (
+            f"error: cannot serve the web UI on 127.0.0.1:{port}: Address already in use "
+            "(--ui 0 picks a free port)"
+        )
+    ]
     assert "topology wordcount" not in result.stdout
 
 

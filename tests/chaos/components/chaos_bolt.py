@@ -13,6 +13,7 @@ as a sink (`chaos.sink: true`). Told by its component config to misbehave:
 Mode `fuzz` writes random protocol messages (valid, half-valid and junk) among its real ones, in
 the first chaos.fuzz.incarnations processes (counted in the chaos.marker file), then behaves.
 """
+
 import json
 import os
 import random
@@ -22,8 +23,19 @@ import time
 
 from multilang import BasicBolt
 
-MODES = ("none", "crash", "hang", "garbage", "badutf8", "surrogate_emit", "surrogate_log",
-         "bigline", "flood", "exit", "fuzz")
+MODES = (
+    "none",
+    "crash",
+    "hang",
+    "garbage",
+    "badutf8",
+    "surrogate_emit",
+    "surrogate_log",
+    "bigline",
+    "flood",
+    "exit",
+    "fuzz",
+)
 
 
 def _claim(path: str) -> bool:
@@ -68,8 +80,12 @@ class ChaosBolt(BasicBolt):
         if self.mode == "fuzz":
             self._count_incarnation(int(conf.get("chaos.fuzz.incarnations", 10)))
         if conf.get("chaos.grandchild"):
-            subprocess.Popen(["sleep", "600"], stdin=subprocess.DEVNULL,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            subprocess.Popen(
+                ["sleep", "600"],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
 
     def _count_incarnation(self, limit: int) -> None:
         with open(self.marker, "a+") as fh:
@@ -119,8 +135,11 @@ class ChaosBolt(BasicBolt):
         elif mode == "badutf8":
             os.write(1, b'{"command":"log","msg":"bad \xff\xfe\xc3\x28 bytes"}\nend\n')
         elif mode == "surrogate_emit":  # valid JSON, but a lone surrogate is no UTF-8 text
-            os.write(1, b'{"command":"emit","anchors":["%s"],"tuple":["\\ud800 lone"]}\nend\n'
-                     % tup.id.encode())
+            os.write(
+                1,
+                b'{"command":"emit","anchors":["%s"],"tuple":["\\ud800 lone"]}\nend\n'
+                % tup.id.encode(),
+            )
         elif mode == "surrogate_log":
             os.write(1, b'{"command":"log","msg":"lone \\udcff surrogate"}\nend\n')
         elif mode == "bigline":  # a frame that never ends: the host must cut it off
@@ -139,27 +158,64 @@ class ChaosBolt(BasicBolt):
         """One random message, written raw: the host must fault this task for whatever is wrong
         with it (or accept it), never fail itself."""
         r = self.rng
-        junk = [None, True, 0, -1, 2**63, 2**70, 1.5, float("nan"), float("inf"), "", "x",
-                "\ud800", "é€", [], {}, [1, [2, [3]]], {"a": {"b": None}}, tup.id, "12345",
-                "-1", "__tick", "default", "nope", "x" * 5000]
-        pick = lambda: r.choice(junk)
+        junk = [
+            None,
+            True,
+            0,
+            -1,
+            2**63,
+            2**70,
+            1.5,
+            float("nan"),
+            float("inf"),
+            "",
+            "x",
+            "\ud800",
+            "é€",
+            [],
+            {},
+            [1, [2, [3]]],
+            {"a": {"b": None}},
+            tup.id,
+            "12345",
+            "-1",
+            "__tick",
+            "default",
+            "nope",
+            "x" * 5000,
+        ]
+
+        def pick():
+            return r.choice(junk)
+
         values = r.choice([[], ["w"], ["w", "x"], [pick()], pick()])
-        message = r.choice([
-            {"command": "emit", "tuple": values, "anchors": r.choice(
-                [[tup.id], [pick()], pick(), [tup.id, tup.id], []]), "stream": r.choice(
-                ["default", "nope", pick()]), **r.choice([{}, {"task": pick()}]),
-             **r.choice([{}, {"need_task_ids": pick()}])},
-            {"command": "ack", "id": r.choice([tup.id, pick()])},
-            {"command": "fail", "id": r.choice([tup.id, pick()])},
-            {"command": "log", "msg": pick(), "level": pick()},
-            {"command": "error", "msg": pick()},
-            {"command": "metrics", "name": pick(), "params": pick()},
-            {"command": "sync"}, {"pid": pick()}, {"command": pick()}, {}, pick(),
-            {"command": "emit", "tuple": ["w"], "anchors": [tup.id], "id": pick()},
-        ])
+        message = r.choice(
+            [
+                {
+                    "command": "emit",
+                    "tuple": values,
+                    "anchors": r.choice([[tup.id], [pick()], pick(), [tup.id, tup.id], []]),
+                    "stream": r.choice(["default", "nope", pick()]),
+                    **r.choice([{}, {"task": pick()}]),
+                    **r.choice([{}, {"need_task_ids": pick()}]),
+                },
+                {"command": "ack", "id": r.choice([tup.id, pick()])},
+                {"command": "fail", "id": r.choice([tup.id, pick()])},
+                {"command": "log", "msg": pick(), "level": pick()},
+                {"command": "error", "msg": pick()},
+                {"command": "metrics", "name": pick(), "params": pick()},
+                {"command": "sync"},
+                {"pid": pick()},
+                {"command": pick()},
+                {},
+                pick(),
+                {"command": "emit", "tuple": ["w"], "anchors": [tup.id], "id": pick()},
+            ]
+        )
         text = json.dumps(message, allow_nan=True)
-        frame = text.encode("utf-8", "surrogatepass") + r.choice([b"\nend\n", b"\nend\n",
-                                                                   b"\r\nend\r\n", b"\n"])
+        frame = text.encode("utf-8", "surrogatepass") + r.choice(
+            [b"\nend\n", b"\nend\n", b"\r\nend\r\n", b"\n"]
+        )
         os.write(1, frame)
 
 

@@ -1,4 +1,5 @@
 """build() raises a TopologyError inside the file: it surfaces with this file's name."""
+
 from host.topology import TopologyBuilder
 
 b = TopologyBuilder("bad")

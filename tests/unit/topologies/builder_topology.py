@@ -1,4 +1,5 @@
 """A Python topology file that leaves building to the loader: `topology` is a TopologyBuilder."""
+
 from host.topology import TopologyBuilder
 
 b = TopologyBuilder("wordcount-py", config={"topology.max.spout.pending": 10})

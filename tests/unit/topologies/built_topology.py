@@ -1,4 +1,5 @@
 """A Python topology file that builds the Topology itself (paths still relative to this file)."""
+
 from host.topology import TopologyBuilder
 
 b = TopologyBuilder("built")

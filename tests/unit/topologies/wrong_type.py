@@ -1,2 +1,3 @@
 """`topology` is neither a Topology nor a TopologyBuilder."""
+
 topology = {"name": "a dict is not a topology"}

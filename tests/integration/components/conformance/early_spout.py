@@ -24,8 +24,14 @@ for msg in inbox:
         continue
     command = msg.get("command")
     if command == "next" and emitted < total:
-        send({"command": "emit", "tuple": [f"message {emitted}"], "id": emitted,
-              "need_task_ids": False})
+        send(
+            {
+                "command": "emit",
+                "tuple": [f"message {emitted}"],
+                "id": emitted,
+                "need_task_ids": False,
+            }
+        )
         emitted += 1
     elif command == "ack":
         ledger.write(f"ack {msg['id']}\n")

@@ -3,6 +3,7 @@ per run as told by argv: MODE AFTER MARKER. When MARKER does not exist yet and A
 processed, it creates MARKER and then: crash (SIGKILL itself), garbage (writes non-protocol bytes),
 hang (sleeps forever), flood (writes 1 MB to stderr, then carries on), exit (exits 0).
 """
+
 import os
 import signal
 import sys

@@ -3,6 +3,7 @@ failed id, and appends every acked id to a ledger file, which also lets a restar
 
 conf: test.messages (N), test.ledger (path), test.per.next (emits per next_tuple, default 1).
 """
+
 import os
 from collections import deque
 

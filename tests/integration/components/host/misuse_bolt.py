@@ -1,5 +1,6 @@
 """A bolt that breaks the protocol once (argv: MODE MARKER), then behaves like a word splitter.
 MODE: ack_unknown, ack_twice, anchor_acked, unknown_stream, wrong_fields, numeric_ack_id."""
+
 import os
 import sys
 

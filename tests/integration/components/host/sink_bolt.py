@@ -1,5 +1,6 @@
 """Acks everything; appends each tuple it sees as a JSON line to the file named by argv[1]
 (stream, source component, values), so tests can check what arrived where."""
+
 import json
 import sys
 
@@ -12,8 +13,17 @@ class Sink(Bolt):
         self.task = context["taskid"]
 
     def process(self, tup):
-        self.out.write(json.dumps({"task": self.task, "comp": tup.component, "stream": tup.stream,
-                                   "values": tup.values}) + "\n")
+        self.out.write(
+            json.dumps(
+                {
+                    "task": self.task,
+                    "comp": tup.component,
+                    "stream": tup.stream,
+                    "values": tup.values,
+                }
+            )
+            + "\n"
+        )
         self.ack(tup)
 
     def process_tick(self, tup):

@@ -1,5 +1,6 @@
 """Routes each input: word -> `words` stream (asking for task ids, logged as metrics), the length
 -> direct to the lowest task of `sink` on stream `lengths`. Acks after emitting."""
+
 from multilang import Bolt
 
 
@@ -13,8 +14,7 @@ class StreamsBolt(Bolt):
         for word in sentence.split():
             task_ids = self.emit([word], stream="words", anchors=[tup], need_task_ids=True)
             self.metrics("task_ids_seen", len(task_ids))
-        self.emit([len(sentence)], stream="lengths", anchors=[tup],
-                  direct_task=self.direct_target)
+        self.emit([len(sentence)], stream="lengths", anchors=[tup], direct_task=self.direct_target)
         self.ack(tup)
 
 

@@ -8,8 +8,10 @@ from multilang import DEBUG, ERROR, INFO, TRACE, WARN, BasicBolt
 class Scripted(BasicBolt):
     def initialize(self, conf, context):
         if conf.get("test.init.log"):
-            self.log(f"init task={self.task_id} component={self.component_id} "
-                     f"pid={self.pid} answer={conf.get('test.answer')}")
+            self.log(
+                f"init task={self.task_id} component={self.component_id} "
+                f"pid={self.pid} answer={conf.get('test.answer')}"
+            )
 
     def process(self, tup):
         action, *args = tup.values

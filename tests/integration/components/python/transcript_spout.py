@@ -13,8 +13,13 @@ class Scripted(Spout):
 
     def play(self, emits):
         for e in emits:
-            ids = self.emit(e["tuple"], id=e.get("id"), stream=e.get("stream", "default"),
-                            direct_task=e.get("task"), need_task_ids=e.get("need_task_ids", False))
+            ids = self.emit(
+                e["tuple"],
+                id=e.get("id"),
+                stream=e.get("stream", "default"),
+                direct_task=e.get("task"),
+                need_task_ids=e.get("need_task_ids", False),
+            )
             if e.get("need_task_ids"):
                 self.log(f"task ids {ids}")
 

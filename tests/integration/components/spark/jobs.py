@@ -16,10 +16,14 @@ def numbers(spark, conf):
     n = int(conf["test.rows"])
     poison = int(conf.get("test.poison.id", -1))
     return spark.range(0, n, 1, int(conf.get("test.partitions", 3))).selectExpr(
-        "id", f"CASE WHEN id = {poison} THEN '{POISON}' ELSE concat('row ', id) END AS text")
+        "id", f"CASE WHEN id = {poison} THEN '{POISON}' ELSE concat('row ', id) END AS text"
+    )
 
 
 def stream(spark, conf):
     """The JSON-lines files in `test.input`, one file per micro-batch."""
-    return (spark.readStream.schema("id LONG, text STRING")
-            .option("maxFilesPerTrigger", 1).json(conf["test.input"]))
+    return (
+        spark.readStream.schema("id LONG, text STRING")
+        .option("maxFilesPerTrigger", 1)
+        .json(conf["test.input"])
+    )

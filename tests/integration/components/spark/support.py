@@ -8,8 +8,8 @@ import json
 import os
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from components.spark_spout.checkpoint import FILE_NAME, Checkpoint
 from host.supervisor import Supervisor
@@ -68,13 +68,12 @@ class SteppedRun:
 
     def _on_emit(self, component: str, task: int, m) -> None:
         if component == self.spout:
-            self.emits.append((m.stream, tuple(m.id) if m.id is not None else None,
-                               list(m.values)))
+            self.emits.append((m.stream, tuple(m.id) if m.id is not None else None, list(m.values)))
 
     def ids(self, since: int = 0) -> list[tuple]:
         return [msg_id for stream, msg_id, _ in self.emits[since:] if msg_id is not None]
 
-    def start(self, limit: float = 300) -> "SteppedRun":
+    def start(self, limit: float = 300) -> SteppedRun:
         self.sup.start(limit)
         self.running = True
         return self
@@ -86,16 +85,18 @@ class SteppedRun:
         while True:
             if not self.sup.step(0.02):
                 self.running = False
-                raise AssertionError(f"the run ended ({self.sup.failure or 'stopped'}) "
-                                     f"before: {what}")
+                raise AssertionError(
+                    f"the run ended ({self.sup.failure or 'stopped'}) before: {what}"
+                )
             now = time.monotonic()
             if now >= next_check:
                 if condition():
                     return
                 next_check = now + 0.02
             if now > deadline:
-                raise AssertionError(f"not within {timeout}s: {what}; "
-                                     f"stats {self.sup.snapshot()['topology']}")
+                raise AssertionError(
+                    f"not within {timeout}s: {what}; stats {self.sup.snapshot()['topology']}"
+                )
 
     def spout_pid(self) -> int:
         task = next(t for t in self.sup.spouts if t.cid == self.spout)
