@@ -1,9 +1,9 @@
-"""acker-memory: host.acker.Acker in isolation: memory per pending spout tuple (root) with
+"""acker-memory: host.runtime.acker.Acker in isolation: memory per pending spout tuple (root) with
 100,000 and 1,000,000 pending, and operations per second.
 
 Memory: roots are opened as the host opens them (`open` with the spout task and an int message
 id, then `add` with the XOR of the copies' ids; the real clock), and the growth of traced memory
-(tracemalloc) is divided by the number of roots, host.acker being imported before the first
+(tracemalloc) is divided by the number of roots, host.runtime.acker being imported before the first
 reading; RSS growth is measured in a separate process without tracemalloc. Baseline: a plain dict {random 64-bit root id: random 64-bit XOR}, the least
 any XOR ledger in Python can hold per root. Ops/s: open + add + ack of one root with 1,000 roots
 pending, against the baseline's dict insert + pop. Every measurement runs in a fresh process.
@@ -21,7 +21,7 @@ from random import getrandbits
 from .harness import REPO, Context, Result, round_robin
 
 NAME = "acker-memory"
-DESCRIPTION = "host.acker.Acker: bytes per pending root, open+add+ack operations/s"
+DESCRIPTION = "host.runtime.acker.Acker: bytes per pending root, open+add+ack operations/s"
 COLUMNS = [
     ("tracemalloc_bytes_per_root", "bytes/root (tracemalloc)"),
     ("rss_bytes_per_root", "bytes/root (RSS)"),
@@ -35,7 +35,7 @@ WINDOW = 1000  # roots pending while measuring ops/s
 
 
 def _fill_acker(n: int):
-    from host.acker import Acker
+    from host.runtime.acker import Acker
 
     acker = Acker(30, time.monotonic)
     open_, add = acker.open, acker.add
@@ -57,7 +57,7 @@ def _memory(kind: str, n: int, how: str) -> dict:
     if kind == "acker":
         # loaded before the first reading: the module's code is no memory per root, and its
         # pages alone came to some 7 bytes per root in RSS at 100,000
-        import host.acker  # noqa: F401
+        import host.runtime.acker  # noqa: F401
     if how == "tracemalloc":
         import tracemalloc
 
@@ -78,7 +78,7 @@ def _memory(kind: str, n: int, how: str) -> dict:
 def _ops(kind: str, secs: float) -> dict:
     done = 0
     if kind == "acker":
-        from host.acker import Acker
+        from host.runtime.acker import Acker
 
         acker = Acker(30, time.monotonic)
         open_, add, ack = acker.open, acker.add, acker.ack

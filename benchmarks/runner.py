@@ -25,8 +25,8 @@ import time
 
 import psutil
 
-from host.metrics import LatencyHistogram
-from host.supervisor import Supervisor
+from host.observe.metrics import LatencyHistogram
+from host.runtime.supervisor import Supervisor
 
 from .topologies import build
 

@@ -51,7 +51,7 @@ SPARK_CONF = {
 
 
 def build(spec: dict):
-    from host.topology import TopologyBuilder
+    from host.topology.loader import TopologyBuilder
 
     n = spec["rows"]
     b = TopologyBuilder(
@@ -91,7 +91,7 @@ def build(spec: dict):
 
 def measure(spec: dict) -> dict:
     """Runs in its own process: the host until `rows` sentences are acked."""
-    from host.supervisor import Supervisor
+    from host.runtime.supervisor import Supervisor
 
     sup = Supervisor(build(spec))
     first: list[float] = []

@@ -3,8 +3,8 @@ benchmarks/components/ and take their settings from `bench.*` config keys (see s
 
 from __future__ import annotations
 
-from host.model import Topology
-from host.topology import TopologyBuilder
+from host.topology.loader import TopologyBuilder
+from host.topology.model import Topology
 
 from .harness import COMPONENTS
 

@@ -1,3 +1,3 @@
-from .cli import main
+from host.cli import main
 
 main(prog_name="python -m host")

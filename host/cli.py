@@ -11,14 +11,14 @@ import sys
 
 import click
 
-from .errors import TopologyError
+from host.errors import TopologyError
 
 EXIT_OK, EXIT_RUNTIME, EXIT_TOPOLOGY = 0, 1, 2
 
 
 def _load(path: str, overrides: tuple[str, ...] = (), env_filter: bool = False):
-    from .config import parse_overrides, with_overrides
-    from .topology import load
+    from host.topology.loader import load
+    from host.topology.settings import parse_overrides, with_overrides
 
     try:
         topology = load(path, env_filter=env_filter)
@@ -122,8 +122,8 @@ def local(
     ui_port: int | None,
 ) -> None:
     """Run TOPOLOGY (our YAML, a Flux YAML or a Python file) on this machine."""
-    from .supervisor import Supervisor
-    from .view import LiveView
+    from host.observe.view import LiveView
+    from host.runtime.supervisor import Supervisor
 
     model = _load(topology, overrides, env_filter)
     view = LiveView(quiet=quiet)
@@ -159,8 +159,8 @@ def local(
 
 
 def _start_ui(model, port: int):
-    """The web UI's server (host.web), listening on 127.0.0.1 before the topology starts."""
-    from .web.server import HOST, WebUI
+    """The web UI's server (host.observe.web), listening on 127.0.0.1 before the topology starts."""
+    from host.observe.web.server import HOST, WebUI
 
     try:
         ui = WebUI(model, port=port)
@@ -217,7 +217,7 @@ def export_flux(topology: str, output: str | None, env_filter: bool) -> None:
     \b
         storm jar <topology.jar> org.apache.storm.flux.Flux --remote FILE
     """
-    from .export import export_flux as export
+    from host.topology.export import export_flux as export
 
     _log_warnings()
     model = _load(topology, env_filter=env_filter)
@@ -252,7 +252,7 @@ _GRAPH_SUFFIXES = {".dot": "dot", ".gv": "dot", ".svg": "svg", ".png": "png"}
 @_env_filter_option
 def graph(topology: str, output: str | None, fmt: str | None, env_filter: bool) -> None:
     """Draw TOPOLOGY: components, streams, groupings and parallelism, as Graphviz DOT/SVG/PNG."""
-    from .graph import GraphError, render, to_dot
+    from host.topology.graph import GraphError, render, to_dot
 
     if fmt is None:
         suffix = os.path.splitext(output)[1].lower() if output else ""
@@ -349,7 +349,7 @@ def test_component(
     \b
         echo '["the cow jumped"]' | python -m host test-component -- bash split.sh
     """
-    from .testing import run_component
+    from host.testing import run_component
 
     conf = _json_object(conf_json, "--conf")
     context = _json_object(context_json, "--context")

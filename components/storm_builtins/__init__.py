@@ -1,6 +1,6 @@
 """Python equivalents of the Java classes Storm's Flux examples mix with shell components, written
 with our Python client and launched like any user component (`python -m
-components.storm_builtins.<module>`). The Flux loader (`host.flux.BUILTINS`) maps the class names
+components.storm_builtins.<module>`). The Flux loader (`host.topology.flux.BUILTINS`) maps the class names
 to these modules by name; `host/` never imports this package.
 
 * `org.apache.storm.flux.wrappers.bolts.LogInfoBolt` -> `log_info_bolt`: logs every tuple at

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import psutil
 
-from host.process import State
-from host.supervisor import Supervisor
-from host.topology import TopologyBuilder
+from host.runtime.process import State
+from host.runtime.supervisor import Supervisor
+from host.topology.loader import TopologyBuilder
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPONENTS = Path(__file__).parent / "components"

@@ -92,7 +92,7 @@ def components(h: HostProcess) -> list[psutil.Process]:
     out = []
     for p in h.ps.children():
         try:
-            if "host.watchdog" not in " ".join(p.cmdline()) and p.status() != "zombie":
+            if "host.runtime.watchdog" not in " ".join(p.cmdline()) and p.status() != "zombie":
                 out.append(p)
         except psutil.Error:
             pass

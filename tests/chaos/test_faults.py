@@ -18,7 +18,7 @@ import time
 import psutil
 import pytest
 
-from host.supervisor import Supervisor
+from host.runtime.supervisor import Supervisor
 
 from .harness import (
     LANGS,

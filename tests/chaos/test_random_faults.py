@@ -9,8 +9,8 @@ import os
 
 import pytest
 
-from host.supervisor import Supervisor
-from host.topology import TopologyBuilder
+from host.runtime.supervisor import Supervisor
+from host.topology.loader import TopologyBuilder
 
 from .harness import (
     BASE_CONFIG,

@@ -12,8 +12,8 @@ import psutil
 import pytest
 
 from host.errors import TopologyError
-from host.supervisor import Supervisor
-from host.topology import TopologyBuilder, load
+from host.runtime.supervisor import Supervisor
+from host.topology.loader import TopologyBuilder, load
 
 from .harness import (
     COMPONENTS,

@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from host.model import Topology
-from host.supervisor import Supervisor
-from host.topology import TopologyBuilder
+from host.runtime.supervisor import Supervisor
+from host.topology.loader import TopologyBuilder
+from host.topology.model import Topology
 from multilang.codec import encode
 from multilang.messages import Ack, TupleMessage
 from tests.support.peer import ComponentPeer

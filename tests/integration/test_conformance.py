@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from host.supervisor import Supervisor
-from host.topology import TopologyBuilder
+from host.runtime.supervisor import Supervisor
+from host.topology.loader import TopologyBuilder
 from multilang.messages import Ack, Emit, Error, Fail, Log, Metrics, Sync
 from tests.support.peer import ComponentPeer, make_context
 

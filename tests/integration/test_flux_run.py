@@ -10,9 +10,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from host.flux import BUILTINS, LOG_INFO_BOLT, TEST_WORD_COUNTER, TEST_WORD_SPOUT
-from host.supervisor import Supervisor
-from host.topology import load
+from host.runtime.supervisor import Supervisor
+from host.topology.flux import BUILTINS, LOG_INFO_BOLT, TEST_WORD_COUNTER, TEST_WORD_SPOUT
+from host.topology.loader import load
 from multilang.messages import INFO, Ack, Emit, Error, Fail, Log, Sync
 from tests.support.peer import ComponentPeer, make_context
 

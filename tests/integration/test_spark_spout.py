@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from components.spark_spout.checkpoint import Checkpoint
-from host.topology import TopologyBuilder
+from host.topology.loader import TopologyBuilder
 from multilang.messages import Emit, Error, Sync
 from tests.integration.components.spark.support import (
     HERE,

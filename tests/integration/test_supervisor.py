@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from host.supervisor import Supervisor
+from host.runtime.supervisor import Supervisor
 from host.testing import FakeClock, run_topology
-from host.topology import TopologyBuilder
+from host.topology.loader import TopologyBuilder
 
 COMPONENTS = Path(__file__).parent / "components" / "host"
 WORDS_PER_MESSAGE = 7  # "message {i} with some words in it"
@@ -353,7 +353,7 @@ def test_a_spout_gets_its_next_next_before_it_syncs(tmp_path, depth, ahead):
 def test_run_quiets_the_garbage_collector_and_restores_it(tmp_path):
     import gc
 
-    from host.supervisor import GC_THRESHOLD
+    from host.runtime.supervisor import GC_THRESHOLD
 
     before = gc.get_threshold()
     seen = []

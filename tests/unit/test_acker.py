@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from host.acker import LATENCY_SAMPLE, Acker, new_id
+from host.runtime.acker import LATENCY_SAMPLE, Acker, new_id
 
 
 class FakeClock:
@@ -271,7 +271,7 @@ def test_message_ids_are_released_with_their_roots():
 
 
 def test_expire_compacts_the_slot_tables_after_a_peak(monkeypatch):
-    import host.acker as acker_module
+    import host.runtime.acker as acker_module
 
     monkeypatch.setattr(acker_module, "COMPACT_MIN", 8)
     acker, clock = make(timeout=10)
@@ -294,7 +294,7 @@ def test_expire_compacts_the_slot_tables_after_a_peak(monkeypatch):
 
 
 def test_compaction_does_not_need_timeouts(monkeypatch):
-    import host.acker as acker_module
+    import host.runtime.acker as acker_module
 
     monkeypatch.setattr(acker_module, "COMPACT_MIN", 8)
     acker = Acker(1, FakeClock(), timeouts_enabled=False)
@@ -307,7 +307,7 @@ def test_compaction_does_not_need_timeouts(monkeypatch):
 
 
 def test_a_full_slot_table_refuses_to_open(monkeypatch):
-    import host.acker as acker_module
+    import host.runtime.acker as acker_module
 
     acker, _ = make()
     acker.open(1, "a", new_id())
@@ -406,7 +406,7 @@ ids64 = st.integers(1, 2**64 - 1)
 @settings(max_examples=200, deadline=None)
 @given(st.data(), st.integers(1, 4), st.booleans())
 def test_property_acker_matches_the_plain_ledger(data, sample, small_compaction):
-    import host.acker as acker_module
+    import host.runtime.acker as acker_module
 
     clock = FakeClock()
     acker = Acker(10, clock, latency_sample=sample)

@@ -1,4 +1,4 @@
-"""host.context (task ids, handshake conf and context) and host.config (defaults, effective
+"""host.runtime.context (task ids, handshake conf and context) and host.topology.settings (defaults, effective
 config, -c overrides)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from host import config as cfg
-from host.context import (
+from host.errors import TopologyError
+from host.runtime.context import (
     HandshakeCache,
     TaskMap,
     assign_tasks,
@@ -19,8 +19,9 @@ from host.context import (
     build_context,
     grouping_json,
 )
-from host.errors import TopologyError
-from host.model import (
+from host.topology.loader import TopologyBuilder
+from host.topology import settings as cfg
+from host.topology.model import (
     ALL,
     BOLT,
     DIRECT,
@@ -36,7 +37,6 @@ from host.model import (
     Input,
     Topology,
 )
-from host.topology import TopologyBuilder
 
 FIXTURES = Path(__file__).parent / "topologies"
 SCRIPT = ["python", "sentences.py"]  # exists in FIXTURES
@@ -370,7 +370,7 @@ def test_random_topologies_have_consistent_tasks_and_contexts(t):
 
 
 # ================================================================================================
-# host.config
+# host.topology.settings
 # ================================================================================================
 
 

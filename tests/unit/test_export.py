@@ -1,4 +1,4 @@
-"""host.export: Topology -> Flux YAML. Round trips: our YAML -> Flux -> loaded again gives the same
+"""host.topology.export: Topology -> Flux YAML. Round trips: our YAML -> Flux -> loaded again gives the same
 frozen Topology (modulo `source`), and so does Flux -> Topology -> Flux -> Topology."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from click.testing import CliRunner
 
 from host.cli import main
 from host.errors import TopologyError
-from host.export import export_flux
-from host.flux import (
+from host.topology.export import export_flux
+from host.topology.flux import (
     BOLT,
     COMPONENT_KEYS,
     CONFIG_METHOD_KEYS,
@@ -25,8 +25,8 @@ from host.flux import (
     STREAM_KEYS,
     TOPOLOGY_KEYS,
 )
-from host.model import Topology
-from host.topology import load
+from host.topology.loader import load
+from host.topology.model import Topology
 
 FLUX = Path(__file__).parent / "flux"
 

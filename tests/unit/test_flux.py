@@ -1,4 +1,4 @@
-"""host.flux: Flux YAML -> the frozen Topology (spec/flux-shell.md), and the errors for what Flux
+"""host.topology.flux: Flux YAML -> the frozen Topology (spec/flux-shell.md), and the errors for what Flux
 or this host refuses. Fixture files are in tests/unit/flux/."""
 
 from __future__ import annotations
@@ -11,11 +11,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from host import config as cfg
 from host.cli import main
-from host.context import grouping_json
 from host.errors import TopologyError
-from host.flux import (
+from host.runtime.context import grouping_json
+from host.topology.flux import (
     BUILTINS,
     LOG_INFO_BOLT,
     TEST_WORD_COUNTER,
@@ -23,7 +22,9 @@ from host.flux import (
     load_flux,
     substitute_env,
 )
-from host.model import (
+from host.topology.loader import load
+from host.topology import settings as cfg
+from host.topology.model import (
     ALL,
     BOLT,
     DIRECT,
@@ -37,7 +38,6 @@ from host.model import (
     Grouping,
     Input,
 )
-from host.topology import load
 
 FLUX = Path(__file__).parent / "flux"
 SPOUT_CLASS = "org.apache.storm.flux.wrappers.spouts.FluxShellSpout"
@@ -394,7 +394,7 @@ def test_unknown_keys_anywhere_are_errors(project, old, new, key):
 
 
 def test_bolts_no_stream_goes_to_are_left_out_with_a_warning(caplog):
-    caplog.set_level(logging.WARNING, logger="host.flux")
+    caplog.set_level(logging.WARNING, logger="host.topology.flux")
     t = load(FLUX / "left_out.yaml")
     assert [c.id for c in t.components] == ["spout", "used"]
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
@@ -469,7 +469,7 @@ def test_missing_script_is_reported_in_the_resources_directory(project):
 
 
 def test_includes_with_and_without_override(caplog):
-    caplog.set_level(logging.WARNING, logger="host.flux")
+    caplog.set_level(logging.WARNING, logger="host.topology.flux")
     t = load(FLUX / "with_includes.yaml")
     assert t.name == "override-name"  # override: true replaces the name
     # override: false adds new keys only; override: true replaces

@@ -1,4 +1,4 @@
-"""host.graph: the topology as Graphviz DOT text, and as SVG/PNG through Graphviz's `dot` (which
+"""host.topology.graph: the topology as Graphviz DOT text, and as SVG/PNG through Graphviz's `dot` (which
 `make tools` installs)."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from host import graph
 from host.cli import main
-from host.graph import GraphError, edge_label, quote, render, to_dot
-from host.model import Grouping, Input
-from host.topology import TopologyBuilder, load
+from host.topology.graph import GraphError, edge_label, quote, render, to_dot
+from host.topology import graph
+from host.topology.loader import TopologyBuilder, load
+from host.topology.model import Grouping, Input
 
 FLUX = Path(__file__).parent / "flux"
 

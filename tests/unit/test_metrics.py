@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from host.metrics import MAX_METRIC_NAMES, LatencyHistogram, update_metric
+from host.observe.metrics import MAX_METRIC_NAMES, LatencyHistogram, update_metric
 
 
 def test_empty_histogram_has_no_percentiles():

@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from host.errors import RoutingError
-from host.model import BOLT, SPOUT, Component, Grouping, Input, Topology
-from host.router import Router, stable_hash
+from host.runtime.router import Router, stable_hash
+from host.topology.model import BOLT, SPOUT, Component, Grouping, Input, Topology
 
 
 def topo(grouping: Grouping, parallelism: int = 4, outputs=None) -> tuple[Router, list[int]]:

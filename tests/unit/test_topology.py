@@ -13,7 +13,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from host.errors import TopologyError
-from host.model import (
+from host.topology.loader import (
+    TopologyBuilder,
+    find_executable,
+    from_document,
+    host_bin_dir,
+    is_flux,
+    load,
+    validate,
+)
+from host.topology.model import (
     ALL,
     BOLT,
     DIRECT,
@@ -28,15 +37,6 @@ from host.model import (
     Grouping,
     Input,
     Topology,
-)
-from host.topology import (
-    TopologyBuilder,
-    find_executable,
-    from_document,
-    host_bin_dir,
-    is_flux,
-    load,
-    validate,
 )
 
 FIXTURES = Path(__file__).parent / "topologies"
@@ -876,7 +876,7 @@ def test_python_syntax_error(project):
 
 def test_python_file_with_a_hand_made_topology(project):
     source = (
-        "from host.model import Component, Grouping, Input, Topology\n"
+        "from host.topology.model import Component, Grouping, Input, Topology\n"
         "topology = Topology('manual', (\n"
         "    Component('s', 'spout', ('python', 'spout.py'), {'default': ('w',)}),\n"
         "    Component('b', 'bolt', ('python', 'inner.py'), cwd='sub',\n"

@@ -1,4 +1,4 @@
-"""host.view: the sparkline, the rates, the component table, log lines and failure blocks, and
+"""host.observe.view: the sparkline, the rates, the component table, log lines and failure blocks, and
 the live / plain / quiet modes, rendered to strings (rich Console with record=True or StringIO)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import io
 
 from rich.console import Console
 
-from host.view import (
+from host.observe.view import (
     BARS,
     LiveView,
     Rates,

@@ -1,4 +1,4 @@
-"""host.web.server: the web UI's HTTP API, started in-process on port 0 with made-up snapshots
+"""host.observe.web.server: the web UI's HTTP API, started in-process on port 0 with made-up snapshots
 and read with urllib; it listens on 127.0.0.1 and nowhere else."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from host.topology import TopologyBuilder
-from host.web.server import DEFAULT_PORT, HOST, WebUI
+from host.observe.web.server import DEFAULT_PORT, HOST, WebUI
+from host.topology.loader import TopologyBuilder
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from components.spark_spout.checkpoint import FILE_NAME, Checkpoint
-from host.supervisor import Supervisor
+from host.runtime.supervisor import Supervisor
 
 HERE = Path(__file__).parent
 

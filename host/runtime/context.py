@@ -11,8 +11,8 @@ import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from host import config as cfg
-from host.model import (
+from host.topology import settings as cfg
+from host.topology.model import (
     ALL,
     DIRECT,
     FIELDS,

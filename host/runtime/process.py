@@ -1,7 +1,7 @@
 """One component task's child process: launch, pipes, stderr lines, stop and restart state.
 
 Every OS call that starts or stops a child goes through `Launcher`, the one seam tests can replace.
-The event loop (`host.supervisor`) owns reading and writing; this module only holds per-process
+The event loop (`host.runtime.supervisor`) owns reading and writing; this module only holds per-process
 state and does the blocking-free parts of process control.
 """
 
@@ -18,9 +18,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 
+from host.topology.model import Component
 from multilang.paths import client_environment
-
-from .model import Component
 
 STDERR_TAIL = 20  # lines kept per process for error reports
 _PR_SET_PDEATHSIG = 1

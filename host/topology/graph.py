@@ -11,8 +11,8 @@ from __future__ import annotations
 import shutil
 import subprocess
 
-from host.flux import builtin_for_command
-from host.model import ALL, DIRECT, GROUPINGS_WITH_FIELDS, Component, Input, Topology
+from host.topology.flux import builtin_for_command
+from host.topology.model import ALL, DIRECT, GROUPINGS_WITH_FIELDS, Component, Input, Topology
 from multilang.messages import DEFAULT_STREAM
 
 FORMATS = ("dot", "svg", "png")

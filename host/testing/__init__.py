@@ -1,11 +1,11 @@
 """Test a topology, or one component, without a cluster: real subprocesses, deterministic inputs.
 
-Public API (also available as pytest fixtures, see `host.pytest_plugin`):
+Public API (also available as pytest fixtures, see `host.testing.pytest_plugin`):
 
 `run_topology(topology, inputs=None, until=None, timeout=30.0, clock=None, *, config=None,
               strict=False)`
     Runs `topology` (a Topology, a TopologyBuilder, or the path of a topology file) through the
-    real `host.supervisor.Supervisor`, every component a real subprocess, and returns a
+    real `host.runtime.supervisor.Supervisor`, every component a real subprocess, and returns a
     `TopologyResult`: what every component emitted, per stream; which spout message ids were
     acked, failed and timed out; the host's log lines (component logs, errors, faults); restarts;
     the final stats snapshot.
@@ -101,6 +101,8 @@ from pathlib import Path
 from typing import Any
 
 import multilang
+from host.topology import settings as cfg
+from host.topology.model import SPOUT, Component, Topology
 from multilang.codec import (
     DEFAULT_MAX_FRAME,
     EncodeError,
@@ -127,9 +129,6 @@ from multilang.messages import (
 from multilang.paths import client_environment
 from multilang.serializers import Serializer
 from multilang.serializers import serializer as serializer_named
-
-from . import config as cfg
-from .model import SPOUT, Component, Topology
 
 __all__ = [
     "ComponentPeer",
@@ -449,7 +448,7 @@ def _as_topology(topology) -> Topology:
     if isinstance(topology, Topology):
         return topology
     if isinstance(topology, (str, os.PathLike)):
-        from .topology import load
+        from host.topology.loader import load
 
         return load(topology)
     build = getattr(topology, "build", None)
@@ -611,7 +610,7 @@ class _TopologyRun:
         until,
         timeout: float,
     ):
-        from .process import State
+        from host.runtime.process import State
 
         self.State = State
         self.sup = sup
@@ -780,8 +779,8 @@ def run_topology(
     `config`: Storm config keys merged over the topology's (like `python -m host local -c`).
     `strict`: run the host in strict mode (`--strict`: protocol misuse is reported, and the
     component is not restarted for it)."""
-    from .config import with_overrides
-    from .supervisor import Supervisor
+    from host.runtime.supervisor import Supervisor
+    from host.topology.settings import with_overrides
 
     model = _as_topology(topology)
     if config:

@@ -27,9 +27,9 @@ from pathlib import Path
 
 import yaml
 
-from host import config as cfg
 from host.errors import TopologyError
-from host.model import (
+from host.topology import settings as cfg
+from host.topology.model import (
     ALL,
     BOLT,
     DIRECT,
@@ -213,7 +213,7 @@ def _yaml_problem(error: yaml.YAMLError) -> str:
 def _load_yaml(path: Path, env_filter: bool = False) -> Topology:
     text = read_text(path)
     if env_filter:
-        from host.flux import substitute_env  # host.flux imports this module
+        from host.topology.flux import substitute_env  # host.topology.flux imports this module
 
         text = substitute_env(text, file=str(path))
     doc = parse_yaml_text(text, file=str(path))
@@ -239,8 +239,8 @@ def is_flux(doc: object) -> bool:
 
 def load_flux(doc: dict, *, file: str | None, base_dir: Path, env_filter: bool = False) -> Topology:
     """Flux YAML (spec/flux-shell.md), already parsed (and substituted when `env_filter`) -> a
-    validated Topology; see `host.flux`."""
-    from host.flux import load_flux as _load_flux  # host.flux imports this module
+    validated Topology; see `host.topology.flux`."""
+    from host.topology.flux import load_flux as _load_flux  # host.topology.flux imports this module
 
     return _load_flux(doc, file=file, base_dir=base_dir, env_filter=env_filter)
 

@@ -36,9 +36,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from host import config as cfg
 from host.errors import TopologyError
-from host.model import (
+from host.topology import settings as cfg
+from host.topology.model import (
     ALL,
     BOLT,
     DIRECT,
@@ -56,7 +56,7 @@ from host.model import (
 )
 from multilang.messages import DEFAULT_STREAM
 
-log = logging.getLogger("host.flux")
+log = logging.getLogger("host.topology.flux")
 
 # ---- Java class names ---------------------------------------------------------------------------
 
@@ -441,7 +441,7 @@ def _flag(include: dict, name: str, file: str | None, key: str) -> bool:
 
 
 def _parse_include(path: Path, file: str | None, key: str, env_filter: bool) -> dict:
-    from host.topology import parse_yaml_text, read_text  # host.topology imports this module
+    from host.topology.loader import parse_yaml_text, read_text  # host.topology imports this module
 
     if not path.is_file():
         raise TopologyError(f"included file {path} does not exist", file=file, key=f"{key}.file")
@@ -505,7 +505,7 @@ def load_flux(
     directory (the resources directory, and where relative includes are found). With
     `env_filter`, the caller has already substituted `${ENV-NAME}` in the main file; included
     files are substituted here."""
-    from host.topology import validate  # host.topology imports this module
+    from host.topology.loader import validate  # host.topology imports this module
 
     base = Path(os.path.abspath(base_dir))
     flux = _read_document(doc, file)
@@ -678,7 +678,7 @@ def _component_config_map(body: dict, d: _Def) -> dict:
 
 
 def _shell_component(d: _Def, kind: str, base: Path) -> Component:
-    from host.topology import _command  # host.topology imports this module
+    from host.topology.loader import _command  # host.topology imports this module
 
     body, component_id = d.body, d.body["id"]
     where = {"file": d.file, "component": component_id}
@@ -714,7 +714,7 @@ def _shell_component(d: _Def, kind: str, base: Path) -> Component:
 def resources_dir(command: Sequence[str], base: str | os.PathLike) -> str:
     """Where a shell component runs: the topology's directory, or `resources/` in it when the
     component's script is there and not beside the topology file."""
-    from host.topology import _CODE_OPTIONS, _looks_like_script
+    from host.topology.loader import _CODE_OPTIONS, _looks_like_script
 
     base = Path(base)
     candidates = [command[0]] if command and _looks_like_script(command[0]) else []

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 import yaml
 
 from host.errors import TopologyError
-from host.model import Component, Topology
+from host.topology.model import Component, Topology
 
 # ---- key names ----------------------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 """pytest fixtures for testing multilang topologies and components (see `host.testing`).
 
 Loaded automatically through the package's `pytest11` entry point (named `host.pytest_plugin`,
-so `-p no:host.pytest_plugin` turns it off and `pytest_plugins = ["host.pytest_plugin"]` in a
+so `-p no:host.pytest_plugin` turns it off and `pytest_plugins = ["host.testing.pytest_plugin"]` in a
 conftest is harmless). It provides:
 
 - `run_topology(topology, inputs=None, until=None, timeout=30.0, clock=None, *, config=None)`
@@ -30,7 +30,7 @@ from collections.abc import Callable
 
 import pytest
 
-from . import testing
+from host import testing
 
 _RESULTS = pytest.StashKey[list]()
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import yaml
 
 from host.errors import TopologyError
-from host.flux import (
+from host.topology.flux import (
     FIELDS_CLASS,
     FLUX_SHELL_BOLT,
     FLUX_SHELL_SPOUT,
@@ -38,7 +38,7 @@ from host.flux import (
     builtin_for_command,
     resources_dir,
 )
-from host.model import (
+from host.topology.model import (
     ALL,
     DIRECT,
     FIELDS,
@@ -53,7 +53,7 @@ from host.model import (
 )
 from multilang.messages import DEFAULT_STREAM
 
-log = logging.getLogger("host.export")
+log = logging.getLogger("host.topology.export")
 
 _FLUX_TYPES = {
     SHUFFLE: "SHUFFLE",

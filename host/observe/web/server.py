@@ -22,9 +22,9 @@ from importlib import resources
 from typing import Any
 from urllib.parse import urlsplit
 
-from host.flux import builtin_for_command
-from host.graph import edge_label
-from host.model import Topology
+from host.topology.flux import builtin_for_command
+from host.topology.graph import edge_label
+from host.topology.model import Topology
 
 HOST = "127.0.0.1"  # never anything else: the UI shows commands, config and log lines
 DEFAULT_PORT = 8765
@@ -44,7 +44,7 @@ SECURITY_HEADERS = {
 }
 _LOCAL_NAMES = ("127.0.0.1", "localhost")
 
-log = logging.getLogger("host.web")
+log = logging.getLogger("host.observe.web")
 
 
 def topology_json(topology: Topology) -> dict[str, Any]:
@@ -102,7 +102,7 @@ def to_json(data: Any) -> bytes:
 
 
 def _static(name: str) -> bytes:
-    return resources.files("host.web").joinpath("static", name).read_bytes()
+    return resources.files("host.observe.web").joinpath("static", name).read_bytes()
 
 
 class WebUI:

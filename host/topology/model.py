@@ -1,7 +1,7 @@
 """The topology model: frozen dataclasses built once by a loader, validated, then only read.
 
 Loaders (`host.topology`) build these from our YAML or a Python builder; the runtime
-(`host.supervisor`, `host.router`, `host.context`) reads them. Names follow Storm: component,
+(`host.runtime.supervisor`, `host.runtime.router`, `host.runtime.context`) reads them. Names follow Storm: component,
 stream, grouping, task.
 """
 

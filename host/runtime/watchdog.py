@@ -1,7 +1,7 @@
 """A watchdog process that ends what a run started, however the host ends (SIGKILL included).
 
 Each component runs in its own process group, and the kernel kills every direct child when the host
-dies (PR_SET_PDEATHSIG, see host.process); but a process that a component started itself (a
+dies (PR_SET_PDEATHSIG, see host.runtime.process); but a process that a component started itself (a
 grandchild) and that does not read the protocol pipes would run on for ever. So every component
 process gets `MULTILANG_HOST_RUN=<token>` in its environment, which its own children inherit, and the
 host starts this watchdog in a session of its own with a pipe from the host on its stdin. When that
@@ -28,7 +28,7 @@ class Watchdog:
     def __init__(self, token: str, pid_dir: str):
         self.token = token
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "host.watchdog", token, pid_dir],
+            [sys.executable, "-m", "host.runtime.watchdog", token, pid_dir],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             start_new_session=True,

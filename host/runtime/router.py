@@ -11,10 +11,8 @@ import random
 import zlib
 from collections.abc import Callable
 
-from multilang.codec import dumps
-
-from .errors import RoutingError
-from .model import (
+from host.errors import RoutingError
+from host.topology.model import (
     ALL,
     DIRECT,
     FIELDS,
@@ -25,6 +23,7 @@ from .model import (
     SHUFFLE,
     Topology,
 )
+from multilang.codec import dumps
 
 Chooser = Callable[[list], list]
 _KEY_CACHE_LIMIT = 65536

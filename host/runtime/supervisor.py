@@ -22,6 +22,17 @@ from collections import deque
 from collections.abc import Callable
 from random import getrandbits
 
+from host.errors import RoutingError
+from host.observe.metrics import MAX_METRIC_NAMES, ComponentStats, LatencyHistogram, update_metric
+from host.observe.observations import Observations
+from host.runtime.acker import Acker, Outcome
+from host.runtime.context import assign_tasks, build_conf, build_context
+from host.runtime.process import ComponentProcess, Launcher, State
+from host.runtime.router import Router
+from host.runtime.watchdog import ENV as WATCHDOG_ENV
+from host.runtime.watchdog import Watchdog
+from host.topology import settings as cfg
+from host.topology.model import Component, Topology
 from multilang.codec import EncodeError, ProtocolError, dumps, shorten
 from multilang.messages import (
     Ack,
@@ -38,18 +49,6 @@ from multilang.messages import (
     UnknownCommand,
 )
 from multilang.serializers import Serializer, serializer
-
-from . import config as cfg
-from .acker import Acker, Outcome
-from .context import assign_tasks, build_conf, build_context
-from .errors import RoutingError
-from .metrics import MAX_METRIC_NAMES, ComponentStats, LatencyHistogram, update_metric
-from .model import Component, Topology
-from .observe import Observations
-from .process import ComponentProcess, Launcher, State
-from .router import Router
-from .watchdog import ENV as WATCHDOG_ENV
-from .watchdog import Watchdog
 
 log = logging.getLogger("host")
 component_log = logging.getLogger("host.component")
@@ -370,7 +369,7 @@ class Supervisor:
 
     def _start_watchdog(self) -> None:
         """A process that kills every process of this run (grandchildren too) once the host is
-        gone, even after a SIGKILL of the host; see host.watchdog."""
+        gone, even after a SIGKILL of the host; see host.runtime.watchdog."""
         self._watchdog = None
         token = uuid.uuid4().hex
         try:

@@ -1,0 +1,6 @@
+"""The topology: the frozen model, its settings, the loaders (our YAML, Flux, a Python builder),
+validation, and the Flux export. Nothing here starts a process or imports the runtime."""
+
+from host.topology.loader import ComponentDeclarer, TopologyBuilder, load, validate
+
+__all__ = ["ComponentDeclarer", "TopologyBuilder", "load", "validate"]
