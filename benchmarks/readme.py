@@ -2,8 +2,8 @@
 
     python -m benchmarks.readme [--results-dir benchmarks/results]
 
-prints Markdown: when and where the figures were measured, the figures against issue 5's
-targets (median, with min-max), the ratios, and the scaling plot.
+prints Markdown: when and where the figures were measured, the figures against the project's
+performance targets (median, with min-max), the ratios, and the scaling plot.
 """
 
 from __future__ import annotations

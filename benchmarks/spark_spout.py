@@ -51,7 +51,7 @@ SPARK_CONF = {
 
 
 def build(spec: dict):
-    from host.topology.loader import TopologyBuilder
+    from host.topology import TopologyBuilder
 
     n = spec["rows"]
     b = TopologyBuilder(

@@ -3,7 +3,7 @@ benchmarks/components/ and take their settings from `bench.*` config keys (see s
 
 from __future__ import annotations
 
-from host.topology.loader import TopologyBuilder
+from host.topology import TopologyBuilder
 from host.topology.model import Topology
 
 from .harness import COMPONENTS

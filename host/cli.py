@@ -8,17 +8,27 @@ import logging
 import os
 import subprocess
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from host.errors import TopologyError
 
+if TYPE_CHECKING:  # imported where used: `python -m host validate` starts no runtime
+    from host.observe.snapshot import Snapshot
+    from host.observe.view import LiveView
+    from host.observe.web.server import WebUI
+    from host.topology.model import Topology
+
 EXIT_OK, EXIT_RUNTIME, EXIT_TOPOLOGY = 0, 1, 2
 
+_Command = TypeVar("_Command", bound=Callable[..., Any])
 
-def _load(path: str, overrides: tuple[str, ...] = (), env_filter: bool = False):
-    from host.topology.loader import load
-    from host.topology.settings import parse_overrides, with_overrides
+
+def _load(path: str, overrides: tuple[str, ...] = (), env_filter: bool = False) -> Topology:
+    from host.topology.files import load
+    from host.topology.overrides import parse_overrides, with_overrides
 
     try:
         topology = load(path, env_filter=env_filter)
@@ -28,7 +38,7 @@ def _load(path: str, overrides: tuple[str, ...] = (), env_filter: bool = False):
         sys.exit(EXIT_TOPOLOGY)
 
 
-def _env_filter_option(command):
+def _env_filter_option(command: _Command) -> _Command:
     """`-e/--env-filter`, as Flux's: replace ${ENV-NAME} in the file with environment variable
     NAME before parsing."""
     return click.option(
@@ -146,7 +156,7 @@ def local(
         view.stop()
         if ui is not None:  # the web UI lives as long as the topology
             ui.stop()
-    snap = supervisor.snapshot()
+    snap: Snapshot = supervisor.snapshot()
     if stats_json:
         tmp = f"{stats_json}.tmp"
         with open(tmp, "w", encoding="utf-8") as fh:
@@ -158,7 +168,7 @@ def local(
     sys.exit(code)
 
 
-def _start_ui(model, port: int):
+def _start_ui(model: Topology, port: int) -> WebUI:
     """The web UI's server (host.observe.web), listening on 127.0.0.1 before the topology starts."""
     from host.observe.web.server import HOST, WebUI
 
@@ -176,10 +186,10 @@ def _start_ui(model, port: int):
     return ui
 
 
-def _report_to(view, ui):
+def _report_to(view: LiveView, ui: WebUI) -> Callable[[Snapshot], None]:
     """Each report to the live view, and to the web UI (which only keeps a reference)."""
 
-    def report(snap: dict) -> None:
+    def report(snap: Snapshot) -> None:
         view.update(snap)
         ui.publish(snap)
 
@@ -382,7 +392,7 @@ def test_component(
     sys.exit(EXIT_RUNTIME if failed else EXIT_OK)
 
 
-def _json_object(text: str | None, option: str) -> dict | None:
+def _json_object(text: str | None, option: str) -> dict[str, Any] | None:
     if text is None:
         return None
     try:
@@ -396,7 +406,7 @@ def _json_object(text: str | None, option: str) -> dict | None:
     return value
 
 
-def _stdin_tuples() -> list:
+def _stdin_tuples() -> list[list[Any] | dict[str, Any]]:
     """Bolt input tuples, one JSON line each (blank lines skipped)."""
     if sys.stdin.isatty():
         click.echo("reading tuples from stdin, one JSON line each; end with Ctrl-D", err=True)

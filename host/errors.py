@@ -39,29 +39,7 @@ class TopologyError(HostError):
         super().__init__(_one_line(": ".join(where + [problem]) if where else problem))
 
 
-class ComponentError(HostError):
-    """Something a running component did wrong: names component, task, pid and what it wrote."""
-
-    def __init__(
-        self,
-        problem: str,
-        *,
-        component: str,
-        task: int,
-        pid: int | None = None,
-        raw: str | None = None,
-    ):
-        self.problem = problem
-        self.component = component
-        self.task = task
-        self.pid = pid
-        self.raw = raw
-        text = f"{component}[{task}] pid={pid}: {problem}"
-        if raw:
-            text += f" (wrote {raw})"
-        super().__init__(text)
-
-
 class RoutingError(HostError):
     """An emit the topology does not allow (undeclared stream, wrong field count, bad direct
-    target). The supervisor turns it into a ComponentError of the emitting task."""
+    target). The runtime turns it into a fault of the emitting task, reported with the task's
+    name, pid and the emit it wrote."""

@@ -11,7 +11,7 @@ does not pull in the client.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .messages import DEBUG, ERROR, INFO, TRACE, WARN
 
@@ -23,7 +23,7 @@ __all__ = ["Bolt", "BasicBolt", "Spout", "Tuple", "TRACE", "DEBUG", "INFO", "WAR
 _CLIENT_NAMES = frozenset({"Bolt", "BasicBolt", "Spout", "Tuple"})
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name in _CLIENT_NAMES:
         from . import client
 

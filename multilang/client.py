@@ -29,8 +29,15 @@ nor a child process writing to its inherited stdout can corrupt the protocol. A 
 really wants fd 1 to be the protocol pipe (say, to write raw bytes in a test) sets the class
 attribute `protect_stdout = False`.
 
+From the handshake until `run()` ends, Python's `logging` reaches the host's log too: the root
+logger has a `multilang.log_handler.HostLogHandler`, so `logging.getLogger(__name__).info("x")`
+becomes a `log` command at INFO, as with pystorm. The loggers' levels decide what is sent (the
+root logger is at INFO unless the component configured logging before `run()`). Set the class
+attribute `forward_logging = False` to leave logging alone.
+
 Not thread-safe: call emit/ack/fail/log only from the thread that runs `run()` (typically from
-inside the hooks).
+inside the hooks). Records logged through `logging` by other threads go to stderr, not to the
+protocol pipe.
 """
 
 from __future__ import annotations
@@ -39,11 +46,13 @@ import io
 import os
 import sys
 import time
+import traceback
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, NoReturn
 
 from .codec import EncodeError, HostDecoder, ProtocolError, dumps, frame, ujson_dumps, values_json
+from .log_handler import install as install_log_handler
 from .messages import (
     DEBUG,
     DEFAULT_STREAM,
@@ -55,6 +64,7 @@ from .messages import (
     TRACE,
     WARN,
     Handshake,
+    HostMessage,
     SpoutCommand,
     TaskIds,
     TupleMessage,
@@ -168,7 +178,7 @@ def _id_json(value: Any) -> bytes | None:
         return None
 
 
-def _emit_frame(values: list, end: bytes) -> bytes:
+def _emit_frame(values: list[Any], end: bytes) -> bytes:
     """An emit: the values' JSON between constant parts. Calling ujson here saves the two Python
     calls of values_json -> dumps on every emit; whatever ujson refuses goes through
     values_json, which writes big ints exactly and raises the usual EncodeError."""
@@ -181,8 +191,6 @@ def _emit_frame(values: list, end: bytes) -> bytes:
 
 
 def _format_exception() -> str:
-    import traceback  # only on the failure path: keeps start-up light
-
     return traceback.format_exc()
 
 
@@ -193,25 +201,28 @@ class _Component:
     #: While running, send print() to the host's log and point fd 1 at stderr. False keeps
     #: sys.stdout and fd 1 as they are (fd 1 is then the protocol pipe, and stray output breaks it).
     protect_stdout = True
+    #: While running, send what is logged through Python's `logging` to the host's log (see the
+    #: module's docstring). False leaves the root logger as it is.
+    forward_logging = True
     #: What the decoder builds input tuples as.
-    _tuple_type: type = TupleMessage
+    _tuple_type: type[TupleMessage] = TupleMessage
 
     def __init__(self) -> None:
-        self.conf: dict = {}
-        self.context: dict = {}
+        self.conf: dict[str, Any] = {}
+        self.context: dict[str, Any] = {}
         self.pid = os.getpid()
         self.task_id: int | None = None
         self.component_id: str | None = None
         self._decoder = HostDecoder(tuple_type=self._tuple_type)
-        self._pending: deque = deque()  # decoded host messages not handled yet, in order
-        self._task_ids: deque = deque()  # task-id lists read before anyone asked for them
+        self._pending: deque[HostMessage] = deque()  # host messages not handled yet, in order
+        self._task_ids: deque[list[int]] = deque()  # task-id lists read before anyone asked
         self._out: list[bytes] = []  # frames to write at the next flush
         self._in_fd = 0
         self._out_fd = 1
         self._stdout_log: _StdoutToLog | None = None
 
     # ---- hooks ---------------------------------------------------------------------------------
-    def initialize(self, conf: dict, context: dict) -> None:
+    def initialize(self, conf: dict[str, Any], context: dict[str, Any]) -> None:
         """Called once after the handshake, before any tuple or command."""
 
     # ---- what user code can send ---------------------------------------------------------------
@@ -238,10 +249,13 @@ class _Component:
         code = 0
         started = False
         saved_stdout = sys.stdout
+        uninstall_log_handler: Callable[[], None] | None = None
         try:
             if self.protect_stdout:
                 self._protect_stdout()
             self._handshake()
+            if self.forward_logging:  # after the pid reply, which must come first
+                uninstall_log_handler = install_log_handler(self.log)
             self._start()
             started = True
             self._loop()
@@ -252,6 +266,8 @@ class _Component:
             code = 1
         if started:
             code = self._finish()
+        if uninstall_log_handler is not None:
+            uninstall_log_handler()
         sys.stdout = saved_stdout
         sys.exit(code)
 
@@ -362,7 +378,7 @@ class _Component:
         """Flush, block for input, queue what was decoded. _EndOfInput at EOF."""
         self._pending.extend(self._read_messages())
 
-    def _read_messages(self) -> list:
+    def _read_messages(self) -> list[HostMessage]:
         self._flush()
         data = os.read(self._in_fd, READ_SIZE)
         if not data:
@@ -372,7 +388,7 @@ class _Component:
         except ProtocolError as exc:
             return self._recover(exc)
 
-    def _recover(self, exc: ProtocolError) -> list:
+    def _recover(self, exc: ProtocolError) -> list[HostMessage]:
         """A host message we do not understand: log it and keep the ones around it."""
         messages = list(exc.decoded)
         while True:
@@ -384,7 +400,7 @@ class _Component:
                 exc = again
 
     def _send_emit(
-        self, wire: dict, direct_task: int | None, need_task_ids: bool
+        self, wire: dict[str, Any], direct_task: int | None, need_task_ids: bool
     ) -> list[int] | None:
         """Queue an emit; with `need_task_ids`, wait for and return the receiving tasks. A
         direct emit never gets a reply from the host: its one task is the answer."""
@@ -400,7 +416,7 @@ class _Component:
         self._out.append(frame(dumps(wire)))
         return self._await_task_ids()
 
-    def _await_task_ids(self) -> list:
+    def _await_task_ids(self) -> list[int]:
         """Block until the task-id list for the emit just queued arrives. Anything else that
         arrives meanwhile is queued behind the messages already pending, in order."""
         stash = self._task_ids
@@ -445,7 +461,7 @@ class Bolt(_Component):
         super().__init__()
         self._current_id: Any = None  # id of the tuple being processed
         self._settled = False  # user code acked/failed the current tuple
-        self._anchors: list | None = None  # automatic anchors while processing
+        self._anchors: list[Any] | None = None  # automatic anchors while processing
         # How a plain emit's frame ends (after the values): with the automatic anchors while
         # processing; None when they cannot be encoded (emits then take the general path).
         self._emit_end: bytes | None = _EMIT_END
@@ -464,9 +480,9 @@ class Bolt(_Component):
     # ---- what user code can send ---------------------------------------------------------------
     def emit(
         self,
-        values: list,
+        values: Iterable[Any],
         stream: str = DEFAULT_STREAM,
-        anchors: Iterable = (),
+        anchors: Iterable[Any] = (),
         direct_task: int | None = None,
         need_task_ids: bool = False,
     ) -> list[int] | None:
@@ -486,7 +502,7 @@ class Bolt(_Component):
         ):
             self._out.append(_emit_frame(values, end))
             return None
-        wire: dict = {"command": "emit", "tuple": values}
+        wire: dict[str, Any] = {"command": "emit", "tuple": values}
         if stream != DEFAULT_STREAM:
             wire["stream"] = stream
         if anchors:
@@ -523,7 +539,9 @@ class Bolt(_Component):
         else:
             self._unexpected(msg)
 
-    def _run(self, hook, tup: Tuple, anchored: bool, auto_ack: bool) -> None:
+    def _run(
+        self, hook: Callable[[Tuple], None], tup: Tuple, anchored: bool, auto_ack: bool
+    ) -> None:
         tid = tup.id
         id_json = _id_json(tid)  # once per tuple: its emits and its ack share it
         self._current_id = tid
@@ -594,7 +612,7 @@ class Spout(_Component):
     # ---- what user code can send ---------------------------------------------------------------
     def emit(
         self,
-        values: list,
+        values: Iterable[Any],
         id: Any = None,
         stream: str = DEFAULT_STREAM,
         direct_task: int | None = None,
@@ -616,7 +634,7 @@ class Spout(_Component):
             if end is not None:
                 self._out.append(_emit_frame(values, end))
                 return None
-        wire: dict = {"command": "emit", "tuple": values}
+        wire: dict[str, Any] = {"command": "emit", "tuple": values}
         if id is not None:
             wire["id"] = id
         if stream != DEFAULT_STREAM:

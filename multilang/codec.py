@@ -1,10 +1,11 @@
 """The multilang JSON codec: bytes <-> typed messages, with no I/O.
 
-Framing (spec §2): a message is JSON text followed by a line that is exactly `end`. The host always
-writes one line of JSON (`<json>\\nend\\n`); components may spread JSON over several lines and end
-lines with `\\n`, `\\r\\n` or `\\r`. `Framer` cuts a byte stream into message payloads;
-`ComponentDecoder` (the host's side) and `HostDecoder` (a client's side) turn payloads into the
-typed messages of `multilang.messages`. `encode` turns any message back into bytes.
+Framing (Storm's `JsonSerializer.java`; docs/protocol.md, "Framing"): a message is JSON text
+followed by a line that is exactly `end`. The host always writes one line of JSON
+(`<json>\\nend\\n`); components may spread JSON over several lines and end lines with `\\n`,
+`\\r\\n` or `\\r`. `Framer` cuts a byte stream into message payloads; `ComponentDecoder` (the
+host's side) and `HostDecoder` (a client's side) turn payloads into the typed messages of
+`multilang.messages`. `encode` turns any message back into bytes.
 """
 
 from __future__ import annotations
@@ -12,15 +13,20 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 from .messages import (
+    DEFAULT_STREAM,
     INFO,
     Ack,
+    ComponentMessage,
     Emit,
     Error,
     Fail,
     Handshake,
+    HostMessage,
     Log,
     Metrics,
     Pid,
@@ -31,6 +37,17 @@ from .messages import (
     UnknownCommand,
 )
 
+# The optional libraries are modules or None: every use checks which. The C decoder's signature
+# is the one _speedups.pyi gives it.
+_ujson: ModuleType | None
+_orjson: ModuleType | None
+_c_component_messages: (
+    Callable[
+        [list[Any], type[Emit], type[Ack], Callable[[Any], ComponentMessage]],
+        list[ComponentMessage] | None,
+    ]
+    | None
+)
 try:  # ujson is the fast path; the stdlib keeps the clients usable without it
     import ujson as _ujson
 except ImportError:  # pragma: no cover - exercised only where ujson is missing
@@ -63,7 +80,7 @@ class ProtocolError(ValueError):
     """Bytes that break the protocol. `raw` holds the offending bytes, `decoded` the messages that
     were complete before them (the caller should handle those first)."""
 
-    def __init__(self, reason: str, raw: bytes = b"", decoded: list | None = None):
+    def __init__(self, reason: str, raw: bytes = b"", decoded: list[Any] | None = None):
         self.reason = reason
         self.raw = bytes(raw)
         self.decoded = decoded or []
@@ -96,7 +113,7 @@ def loads(payload: bytes) -> Any:
     return json.loads(payload)
 
 
-def _positional_ujson_dumps():
+def _positional_ujson_dumps() -> Callable[..., str] | None:
     """ujson.dumps, if passing our options positionally writes byte for byte what the keyword
     call writes; else None. Keyword arguments cost ujson about 500 ns a call, more than encoding
     a small tuple; the positional order is ujson's (obj, ensure_ascii, encode_html_chars,
@@ -110,7 +127,8 @@ def _positional_ujson_dumps():
             positional == _ujson.dumps(probe, ensure_ascii=False, escape_forward_slashes=False)
             and json.loads(positional) == probe
         ):
-            return _ujson.dumps
+            positional_dumps: Callable[..., str] = _ujson.dumps
+            return positional_dumps
     except (TypeError, ValueError):
         pass
     return None
@@ -129,7 +147,8 @@ def dumps(value: Any) -> str:
             try:
                 if ujson_dumps is not None:
                     return ujson_dumps(value, False, False, False)
-                return _ujson.dumps(value, ensure_ascii=False, escape_forward_slashes=False)
+                text: str = _ujson.dumps(value, ensure_ascii=False, escape_forward_slashes=False)
+                return text
             except OverflowError:  # ints beyond 64 bits: the stdlib writes them exactly
                 pass
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=True)
@@ -233,11 +252,6 @@ class Framer:
 # ---- decoding: component -> host ----------------------------------------------------------------
 
 
-def _error_unless(cond: bool, reason: str, raw: Any) -> None:
-    if not cond:
-        raise ProtocolError(reason, _as_bytes(raw))
-
-
 def _as_bytes(raw: Any) -> bytes:
     if isinstance(raw, (bytes, bytearray)):
         return bytes(raw)
@@ -247,13 +261,13 @@ def _as_bytes(raw: Any) -> bytes:
         return repr(raw).encode()
 
 
-def _emit(d: dict) -> Emit:
+def _emit(d: dict[str, Any]) -> Emit:
     values = d.get("tuple")
     if type(values) is not list:
         raise ProtocolError("emit without a `tuple` array", _as_bytes(d))
     stream = d.get("stream")
     if stream is None:
-        stream = "default"
+        stream = DEFAULT_STREAM
     elif type(stream) is not str:
         raise ProtocolError("emit with a `stream` that is not a string", _as_bytes(d))
     anchors = d.get("anchors")
@@ -281,19 +295,19 @@ def _emit(d: dict) -> Emit:
     return _new_tuple(Emit, (values, stream, anchors, task, need, d.get("id")))
 
 
-def _ack(d: dict) -> Ack:
+def _ack(d: dict[str, Any]) -> Ack:
     if "id" not in d:
         raise ProtocolError("ack without an `id`", _as_bytes(d))
     return Ack(d["id"])
 
 
-def _fail(d: dict) -> Fail:
+def _fail(d: dict[str, Any]) -> Fail:
     if "id" not in d:
         raise ProtocolError("fail without an `id`", _as_bytes(d))
     return Fail(d["id"])
 
 
-def _log(d: dict) -> Log:
+def _log(d: dict[str, Any]) -> Log:
     msg = d.get("msg")
     level = d.get("level")
     if type(level) is float and level.is_integer():
@@ -303,19 +317,19 @@ def _log(d: dict) -> Log:
     return Log(msg if type(msg) is str else str(msg), level)
 
 
-def _error(d: dict) -> Error:
+def _error(d: dict[str, Any]) -> Error:
     msg = d.get("msg")
     return Error(msg if type(msg) is str else str(msg))
 
 
-def _metrics(d: dict) -> Metrics:
+def _metrics(d: dict[str, Any]) -> Metrics:
     name = d.get("name")
     if type(name) is not str or not name:
         raise ProtocolError("metrics without a `name`", _as_bytes(d))
     return Metrics(name, d.get("params"))
 
 
-_COMMANDS = {
+_COMMANDS: dict[str, Callable[[dict[str, Any]], ComponentMessage]] = {
     "emit": _emit,
     "ack": _ack,
     "fail": _fail,
@@ -326,7 +340,7 @@ _COMMANDS = {
 }
 
 
-def component_message(value: Any, awaiting_pid: bool = False):
+def component_message(value: Any, awaiting_pid: bool = False) -> ComponentMessage:
     """One parsed JSON value from a component -> its typed message, or ProtocolError."""
     if type(value) is not dict:
         raise ProtocolError("message is not a JSON object", _as_bytes(value))
@@ -356,7 +370,7 @@ class ComponentDecoder:
         self.framer = Framer(max_frame)
         self.awaiting_pid = awaiting_pid
 
-    def feed(self, data: bytes) -> list:
+    def feed(self, data: bytes) -> list[ComponentMessage]:
         framer = self.framer
         parsed = _whole_frames(framer, data)
         if parsed is not None:
@@ -372,14 +386,14 @@ class ComponentDecoder:
             raise ProtocolError(exc.reason, exc.raw, messages) from None
         return self._decode(payloads)
 
-    def _decode(self, payloads: list) -> list:
+    def _decode(self, payloads: list[bytes]) -> list[ComponentMessage]:
         values = _loads_batch(payloads)
         messages = None if values is None else self._messages(values)
         if messages is None:  # some payload is bad: find which, keeping the ones before it
             return self._decode_one_by_one(payloads)
         return messages
 
-    def _messages(self, values: list) -> list | None:
+    def _messages(self, values: list[Any]) -> list[ComponentMessage] | None:
         """Parsed values -> messages; None if one of them is not a valid message. In C when
         multilang._speedups is built (it is this method's reference version, `_messages_py`,
         for emits and acks, and calls back for the rest)."""
@@ -387,7 +401,7 @@ class ComponentDecoder:
             return self._messages_py(values)
         awaiting_pid = self.awaiting_pid
 
-        def other(value):
+        def other(value: Any) -> ComponentMessage:
             nonlocal awaiting_pid
             msg = component_message(value, awaiting_pid)
             if type(msg) is Pid:
@@ -402,8 +416,8 @@ class ComponentDecoder:
             self.awaiting_pid = awaiting_pid
         return messages
 
-    def _messages_py(self, values: list) -> list | None:
-        messages: list = []
+    def _messages_py(self, values: list[Any]) -> list[ComponentMessage] | None:
+        messages: list[ComponentMessage] = []
         append = messages.append
         awaiting_pid = self.awaiting_pid  # kept as it was if we give up (the caller retries)
         for value in values:
@@ -429,8 +443,8 @@ class ComponentDecoder:
         self.awaiting_pid = awaiting_pid
         return messages
 
-    def _decode_one_by_one(self, payloads: list) -> list:
-        messages: list = []
+    def _decode_one_by_one(self, payloads: list[bytes]) -> list[ComponentMessage]:
+        messages: list[ComponentMessage] = []
         for payload in payloads:
             try:
                 value = loads(payload)
@@ -447,7 +461,7 @@ class ComponentDecoder:
         return messages
 
 
-def _whole_frames(framer: Framer, data: bytes) -> tuple[list, bytes] | None:
+def _whole_frames(framer: Framer, data: bytes) -> tuple[list[Any], bytes] | None:
     """Both decoders' fast path, for the usual stream of one-line frames and `\\n` only: the
     values of every complete frame in the framer's bytes plus `data`, parsed by one call, and the
     bytes after them; the framer is left as it is. None for anything else (a `\\r`, the frame
@@ -485,7 +499,7 @@ _NUMBER_SHAPES = _number_shapes()
 _LONG_NUMBER = b":" + b"0" * 19
 
 
-def _parse_array(text: bytes) -> list:
+def _parse_array(text: bytes) -> list[Any]:
     """One JSON array, by orjson when it is installed and can be trusted with `text`, else by
     ujson. orjson parses our batches 2.5 times as fast, but reads integers beyond 64 bits as
     floats, silently (Storm reads them exactly); it never sees a batch that may hold one. What
@@ -494,13 +508,16 @@ def _parse_array(text: bytes) -> list:
     cannot parse it either."""
     if _orjson is not None and _LONG_NUMBER not in text.translate(_NUMBER_SHAPES):
         try:
-            return _orjson.loads(text)
+            values: list[Any] = _orjson.loads(text)
+            return values
         except ValueError:
             pass
-    return _ujson.loads(text)
+    assert _ujson is not None  # the callers parse frame by frame without it
+    values = _ujson.loads(text)
+    return values
 
 
-def _loads_joined(body: bytes, count: int) -> list | None:
+def _loads_joined(body: bytes, count: int) -> list[Any] | None:
     """`count` JSON texts separated by END -> their values, or None (the caller then parses frame
     by frame with `loads`, which also takes what ujson refuses)."""
     if _ujson is None:
@@ -512,7 +529,7 @@ def _loads_joined(body: bytes, count: int) -> list | None:
     return values if len(values) == count else None
 
 
-def _loads_batch(payloads: list) -> list | None:
+def _loads_batch(payloads: list[bytes]) -> list[Any] | None:
     """Every payload parsed by one ujson call over `[p1,p2,...]` (a call per message costs more
     than the parsing), or None when that fails or yields a different number of values, i.e.
     when some payload is not exactly one JSON value; the caller then parses them one by one."""
@@ -528,13 +545,10 @@ def _loads_batch(payloads: list) -> list | None:
     return values if len(values) == len(payloads) else None
 
 
-Decoder = ComponentDecoder
-
-
 # ---- decoding: host -> component (used by the client libraries) ---------------------------------
 
 
-def host_message(value: Any, tuple_type: type = TupleMessage):
+def host_message(value: Any, tuple_type: type[TupleMessage] = TupleMessage) -> HostMessage:
     """One parsed JSON value from the host -> its typed message, or ProtocolError. Input tuples
     are built as `tuple_type`: TupleMessage or a subclass that adds no fields."""
     if type(value) is list:
@@ -551,7 +565,7 @@ def host_message(value: Any, tuple_type: type = TupleMessage):
             (
                 value.get("id"),
                 value.get("comp"),
-                value.get("stream", "default"),
+                value.get("stream", DEFAULT_STREAM),
                 value.get("task"),
                 value["tuple"],
             ),
@@ -572,18 +586,21 @@ class HostDecoder:
 
     __slots__ = ("_backlog", "_tuple_type", "framer")
 
-    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME, tuple_type: type = TupleMessage):
+    def __init__(
+        self, max_frame: int = DEFAULT_MAX_FRAME, tuple_type: type[TupleMessage] = TupleMessage
+    ):
         self.framer = Framer(max_frame)
-        self._backlog: list = []
+        self._backlog: list[bytes] = []
         self._tuple_type = tuple_type
 
-    def feed(self, data: bytes) -> list:
+    def feed(self, data: bytes) -> list[HostMessage]:
         if not self._backlog:  # else the messages kept after a bad one go first
             parsed = _whole_frames(self.framer, data)
-            messages = None if parsed is None else self._messages(parsed[0])
-            if messages is not None:
-                self.framer.carry(parsed[1])
-                return messages
+            if parsed is not None:
+                messages = self._messages(parsed[0])
+                if messages is not None:
+                    self.framer.carry(parsed[1])
+                    return messages
         payloads, self._backlog = self._backlog, []
         if data:
             try:
@@ -593,7 +610,7 @@ class HostDecoder:
                 raise ProtocolError(exc.reason, exc.raw, out) from None
         return self._decode(payloads)
 
-    def _decode(self, payloads: list) -> list:
+    def _decode(self, payloads: list[bytes]) -> list[HostMessage]:
         if not payloads:
             return []
         # One ujson call for all payloads (as the host's decoder does); if any payload is not
@@ -605,10 +622,10 @@ class HostDecoder:
                 return messages
         return self._decode_one_by_one(payloads)
 
-    def _messages(self, values: list) -> list | None:
+    def _messages(self, values: list[Any]) -> list[HostMessage] | None:
         """Parsed values -> messages; None if one of them is not a valid message."""
         tuple_type = self._tuple_type
-        out: list = []
+        out: list[HostMessage] = []
         append = out.append
         for value in values:
             # the data path's two messages inline, exactly as host_message builds them
@@ -623,7 +640,7 @@ class HostDecoder:
                             (
                                 value.get("id"),
                                 value.get("comp"),
-                                value.get("stream", "default"),
+                                value.get("stream", DEFAULT_STREAM),
                                 value.get("task"),
                                 value["tuple"],
                             ),
@@ -636,8 +653,8 @@ class HostDecoder:
                 return None
         return out
 
-    def _decode_one_by_one(self, payloads: list) -> list:
-        out: list = []
+    def _decode_one_by_one(self, payloads: list[bytes]) -> list[HostMessage]:
+        out: list[HostMessage] = []
         tuple_type = self._tuple_type
         for i, payload in enumerate(payloads):
             try:
@@ -655,9 +672,9 @@ class HostDecoder:
 # ---- encoding -----------------------------------------------------------------------------------
 
 
-def _emit_dict(m: Emit) -> dict:
-    d: dict = {"command": "emit", "tuple": m.values}
-    if m.stream != "default":
+def _emit_dict(m: Emit) -> dict[str, Any]:
+    d: dict[str, Any] = {"command": "emit", "tuple": m.values}
+    if m.stream != DEFAULT_STREAM:
         d["stream"] = m.stream
     if m.anchors:
         d["anchors"] = list(m.anchors)
@@ -670,7 +687,7 @@ def _emit_dict(m: Emit) -> dict:
     return d
 
 
-_TO_WIRE = {
+_TO_WIRE: dict[type, Callable[[Any], Any]] = {
     Handshake: lambda m: {"pidDir": m.pid_dir, "conf": m.conf, "context": m.context},
     TupleMessage: lambda m: {
         "id": m.id,
@@ -693,12 +710,12 @@ _TO_WIRE = {
 }
 
 
-def to_wire(message) -> Any:
+def to_wire(message: HostMessage | ComponentMessage) -> Any:
     """The JSON value (dict or list) of a message, as it goes on the wire."""
     return _TO_WIRE[type(message)](message)
 
 
-def encode(message) -> bytes:
+def encode(message: HostMessage | ComponentMessage) -> bytes:
     """One message -> `<single-line json>\\nend\\n` (UTF-8). Raises EncodeError."""
     return frame(dumps(to_wire(message)))
 
@@ -712,7 +729,7 @@ class TupleEncoder:
     __slots__ = ("_prefixes",)
 
     def __init__(self) -> None:
-        self._prefixes: dict = {}
+        self._prefixes: dict[tuple[str | None, str, int], bytes] = {}
 
     def prefix(self, comp: str | None, stream: str, task: int) -> bytes:
         key = (comp, stream, task)
@@ -736,7 +753,7 @@ def tuple_frame(prefix: bytes, values_json: bytes, tuple_id: int) -> bytes:
     return b'%b%b,"id":"%d"}\nend\n' % (prefix, values_json, tuple_id)
 
 
-def values_json(values: list) -> bytes:
+def values_json(values: list[Any]) -> bytes:
     """A tuple's values as single-line UTF-8 JSON, to be shared by every copy of the tuple."""
     if ujson_dumps is not None:  # once per routed tuple: no call through `dumps`
         try:

@@ -10,6 +10,7 @@ Component -> host: Pid, Emit, Ack, Fail, Log, Error, Metrics, Sync, UnknownComma
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 DEFAULT_STREAM = "default"
@@ -19,7 +20,7 @@ SYSTEM_COMPONENT = "__system"
 SYSTEM_TASK = -1
 ACKER_COMPONENT = "__acker"
 
-# Log levels of the `log` command (spec §7).
+# Log levels of the `log` command (docs/protocol.md, "Logging").
 TRACE, DEBUG, INFO, WARN, ERROR = 0, 1, 2, 3, 4
 
 
@@ -28,8 +29,8 @@ TRACE, DEBUG, INFO, WARN, ERROR = 0, 1, 2, 3, 4
 
 class Handshake(NamedTuple):
     pid_dir: str
-    conf: dict
-    context: dict
+    conf: dict[str, Any]
+    context: dict[str, Any]
 
 
 class TupleMessage(NamedTuple):
@@ -39,7 +40,7 @@ class TupleMessage(NamedTuple):
     comp: str | None
     stream: str
     task: int
-    values: list
+    values: list[Any]
 
     @property
     def is_heartbeat(self) -> bool:
@@ -58,7 +59,7 @@ class SpoutCommand(NamedTuple):
 
 
 class TaskIds(NamedTuple):
-    tasks: list
+    tasks: list[int]
 
 
 # ---- component -> host -------------------------------------------------------------------------
@@ -69,9 +70,9 @@ class Pid(NamedTuple):
 
 
 class Emit(NamedTuple):
-    values: list
+    values: list[Any]
     stream: str = DEFAULT_STREAM
-    anchors: tuple = ()
+    anchors: Sequence[str] = ()  # a list as decoded, or a tuple
     task: int | None = None  # set = direct emit to that task
     need_task_ids: bool = True
     id: Any = None  # spouts only: the message id; None = unreliable
@@ -107,7 +108,7 @@ class UnknownCommand(NamedTuple):
     """A command Storm does not define: bolts ignore it, spouts treat it as a protocol error."""
 
     command: str
-    raw: dict
+    raw: dict[str, Any]
 
 
 HostMessage = Handshake | TupleMessage | SpoutCommand | TaskIds

@@ -1,5 +1,6 @@
-"""The MessagePack serializer (spec §11): pyleus's wire format, spoken by pystorm and streamparse
-with `serializer="msgpack"`. Pure, no I/O; the same interface as `serializers.JsonSerializer`.
+"""The MessagePack serializer (docs/protocol.md, "Serializer plug-in point"): pyleus's wire
+format, spoken by pystorm and streamparse with `serializer="msgpack"`. Pure, no I/O; the same
+interface as `serializers.JsonSerializer`.
 
 On the wire: back-to-back msgpack values, no `end` lines and no newlines; maps for objects,
 arrays for task-id lists. The handshake's context is reduced to `taskid` and `task->component`.
@@ -8,18 +9,21 @@ Reading a component (what pyleus's Java serializer does, and where we are kinder
 * an integer `id` in `ack` / `fail`, and integer `anchors`, become their decimal strings: bolt
   tuple ids are strings, and a msgpack bolt has no other way to get that wrong;
 * spout message ids in `emit` are kept as they are, so `ack` / `fail` echo the value the spout
-  emitted (spec §16.5; pyleus stringifies those too, which breaks a spout whose ids are ints);
+  emitted (pyleus's `MessagePackSerializer.java` stringifies those too, which breaks a spout
+  whose ids are ints);
 * str and bin alike become Python str (UTF-8); anything that JSON could not carry either (map keys
   that are not strings, extension types, invalid UTF-8) is a ProtocolError.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgpack
 
 from . import codec
 from .codec import DEFAULT_MAX_FRAME, EncodeError, ProtocolError
-from .messages import Ack, Pid, SpoutCommand
+from .messages import Ack, ComponentMessage, HostMessage, Pid, SpoutCommand
 
 __all__ = ["MsgpackSerializer", "MsgpackDecoder"]
 
@@ -31,7 +35,7 @@ class _Unsupported(ValueError):
     pass
 
 
-def _plain(value):
+def _plain(value: Any) -> Any:
     """`value` with every bytes turned into str, checked to hold only what JSON can carry.
     Lists and dicts are fixed in place: they were just unpacked and belong to nobody else."""
     t = type(value)
@@ -64,7 +68,7 @@ def _may_hold_bin_or_ext(data: bytearray) -> bool:
     return any(b in data for b in _BIN_OR_EXT)  # memchr per byte value: faster than a regex
 
 
-def _message(value, awaiting_pid: bool, walk: bool):
+def _message(value: Any, awaiting_pid: bool, walk: bool) -> ComponentMessage:
     """One unpacked value -> its typed message (codec.component_message after the msgpack fixes).
     `walk`: the value may hold bin or extension values, which `_plain` converts or refuses."""
     if type(value) is not dict:
@@ -122,8 +126,8 @@ class MsgpackDecoder:
         """Bytes received but not yet part of a complete message."""
         return bytes(self._buf)
 
-    def feed(self, data: bytes) -> list:
-        messages: list = []
+    def feed(self, data: bytes) -> list[ComponentMessage]:
+        messages: list[ComponentMessage] = []
         view = memoryview(data)
         while view:
             # Feed no more than the room left, so the unpacker's buffer never exceeds max_frame
@@ -148,7 +152,7 @@ class MsgpackDecoder:
             self._drain(messages)
         return messages
 
-    def _drain(self, messages: list) -> None:
+    def _drain(self, messages: list[ComponentMessage]) -> None:
         unpacker = self._unpacker
         walk = _may_hold_bin_or_ext(self._buf)
         while True:
@@ -186,17 +190,17 @@ class MsgpackDecoder:
 
 
 class MsgpackSerializer:
-    """pyleus / pystorm msgpack framing (spec §11); see serializers.Serializer for the contract."""
+    """pyleus / pystorm msgpack framing; see serializers.Serializer for the contract."""
 
     name = "msgpack"
 
     def __init__(self) -> None:
         # use_bin_type: str as msgpack str, bytes as bin (what every msgpack >= 1.0 reader expects)
         self._packer = msgpack.Packer(use_bin_type=True, autoreset=True)
-        self._prefixes: dict[tuple, bytes] = {}
-        self._task_ids: dict[tuple, bytes] = {}
+        self._prefixes: dict[tuple[str | None, str, int], bytes] = {}
+        self._task_ids: dict[tuple[int, ...], bytes] = {}
 
-    def _pack(self, value) -> bytes:
+    def _pack(self, value: Any) -> bytes:
         try:
             return self._packer.pack(value)
         except (TypeError, ValueError, OverflowError) as exc:  # UnicodeEncodeError is a ValueError
@@ -207,13 +211,13 @@ class MsgpackSerializer:
     def decoder(self, max_frame: int) -> MsgpackDecoder:
         return MsgpackDecoder(max_frame=max_frame, awaiting_pid=True)
 
-    def encode(self, message) -> bytes:
+    def encode(self, message: HostMessage) -> bytes:
         return self._pack(codec.to_wire(message))
 
-    def spout_command(self, command: str, msg_id) -> bytes:
+    def spout_command(self, command: str, msg_id: Any) -> bytes:
         return self.encode(SpoutCommand(command, msg_id))
 
-    def handshake_context(self, context: dict) -> dict:
+    def handshake_context(self, context: dict[str, Any]) -> dict[str, Any]:
         # pyleus sends only these two. Task ids stay string keys ("1"), as in JSON: pyleus's Java
         # map had int keys, which msgpack >= 1.0 readers (pystorm's included) refuse by default.
         return {
@@ -242,7 +246,7 @@ class MsgpackSerializer:
             self._prefixes[key] = prefix
         return prefix
 
-    def values(self, values: list) -> bytes:
+    def values(self, values: list[Any]) -> bytes:
         return self._pack(values)
 
     @staticmethod

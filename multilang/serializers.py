@@ -1,4 +1,5 @@
-"""Serializers: how one component's messages look on its pipes (spec §11). Pure, no I/O.
+"""Serializers: how one component's messages look on its pipes (`topology.multilang.serializer`;
+docs/protocol.md, "Serializer plug-in point"). Pure, no I/O.
 
 The host picks one per component (`serializer: json | msgpack`) and talks to each task through it:
 decoding what the task writes, encoding what the host writes, and writing bolt input tuples in three
@@ -8,33 +9,41 @@ tasks is serialized once.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from . import codec
-from .messages import SpoutCommand
+from .messages import ComponentMessage, HostMessage, SpoutCommand
+
+
+class MessageDecoder(Protocol):
+    """An incremental decoder of one process's stdout."""
+
+    def feed(self, data: bytes) -> list[ComponentMessage]:
+        """The messages completed by `data`, in order; codec.ProtocolError (with `.raw` and
+        `.decoded`) for bytes that break the protocol."""
 
 
 class Serializer(Protocol):
     name: str
 
-    def decoder(self, max_frame: int):
-        """A fresh incremental decoder for one process's stdout: `feed(bytes) -> [message]`,
-        raising codec.ProtocolError (with `.raw` and `.decoded`)."""
+    def decoder(self, max_frame: int) -> MessageDecoder:
+        """A fresh decoder for one process's stdout (frames of at most `max_frame` bytes)."""
 
-    def encode(self, message) -> bytes:
+    def encode(self, message: HostMessage) -> bytes:
         """A host -> component message (Handshake, TupleMessage, SpoutCommand, TaskIds)."""
 
-    def handshake_context(self, context: dict) -> dict:
-        """The context this serializer's components get (msgpack: reduced, spec §11)."""
+    def handshake_context(self, context: dict[str, Any]) -> dict[str, Any]:
+        """The context this serializer's components get (msgpack: reduced to what pyleus sends,
+        see docs/protocol.md, "Serializer plug-in point")."""
 
-    def spout_command(self, command: str, msg_id) -> bytes:
+    def spout_command(self, command: str, msg_id: Any) -> bytes:
         """A spout's `ack` / `fail` for message id `msg_id` (a hot path: one per spout tuple)."""
 
     def tuple_prefix(self, comp: str | None, stream: str, task: int) -> bytes:
         """Everything of an input tuple before its values, for this source component, stream
         and source task (cached by the implementation)."""
 
-    def values(self, values: list) -> bytes:
+    def values(self, values: list[Any]) -> bytes:
         """A tuple's values, serialized once for every copy. Raises codec.EncodeError."""
 
     def tuple_frame(self, prefix: bytes, values: bytes, tuple_id: int) -> bytes:
@@ -45,24 +54,24 @@ class Serializer(Protocol):
 
 
 class JsonSerializer:
-    """Storm's default: `<json>\\nend\\n` frames (spec §2)."""
+    """Storm's default (`JsonSerializer.java`): `<json>\\nend\\n` frames."""
 
     name = "json"
 
     def __init__(self) -> None:
         self._tuples = codec.TupleEncoder()
-        self._task_ids: dict[tuple, bytes] = {}
+        self._task_ids: dict[tuple[int, ...], bytes] = {}
 
     def decoder(self, max_frame: int) -> codec.ComponentDecoder:
         return codec.ComponentDecoder(max_frame=max_frame, awaiting_pid=True)
 
-    def encode(self, message) -> bytes:
+    def encode(self, message: HostMessage) -> bytes:
         return codec.encode(message)
 
-    def handshake_context(self, context: dict) -> dict:
+    def handshake_context(self, context: dict[str, Any]) -> dict[str, Any]:
         return context
 
-    def spout_command(self, command: str, msg_id) -> bytes:
+    def spout_command(self, command: str, msg_id: Any) -> bytes:
         if type(msg_id) is int:  # the usual id: no dict, no JSON encoder
             return b'{"command":"%b","id":%d}\nend\n' % (command.encode(), msg_id)
         return codec.encode(SpoutCommand(command, msg_id))

@@ -6,6 +6,7 @@ set -f  # split on whitespace only: a word such as `*` must not become file name
 
 if [[ ${1-} == --lines ]]; then
     while IFS= read -r line || [[ -n $line ]]; do
+        # shellcheck disable=SC2086  # splitting the line into words is the point (globbing is off)
         [[ -n ${line//[[:space:]]/} ]] && printf '%s\n' $line
     done
     exit 0
@@ -13,6 +14,7 @@ fi
 
 source "$MULTILANG_SH"
 split() {
+    # shellcheck disable=SC2086  # splitting $1 into words is the point (globbing is off)
     emit_each $1
 }
 run_bolt split

@@ -21,7 +21,8 @@ import time
 
 from multilang import Spout
 
-# four words each (the word count has about 4 words per sentence), 24 distinct words
+# four words each (the word count of the performance targets has about 4 words per sentence),
+# 24 distinct words
 SENTENCES = [
     "the cow jumped over",
     "an apple a day",

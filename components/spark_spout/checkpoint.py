@@ -87,7 +87,9 @@ class Checkpoint:
         if self.watermark is not None and order_of(key) <= order_of(self.watermark):
             return True
         seg = self.segments.get(key)
-        return bool(seg) and any(a <= offset < b for a, b in seg["done"])
+        if not seg:
+            return False
+        return any(a <= offset < b for a, b in seg["done"])
 
     def as_json(self) -> dict:
         return {

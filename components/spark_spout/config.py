@@ -13,13 +13,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from multilang.messages import DEFAULT_STREAM
+
 PREFIX = "spark.spout."
 SOURCES = ("dataframe", "directory", "streaming")
 DATAFRAME_FORMATS = ("parquet", "json", "csv", "orc", "text")
 DIRECTORY_FORMATS = ("parquet", "json", "csv")
 DEAD_STREAM = "dead"
 DEAD_FIELDS = ("key", "offset", "row", "reason", "attempts")
-DEFAULT_STREAM = "default"
 
 KNOWN_KEYS = frozenset(
     PREFIX + k
@@ -265,7 +266,9 @@ def from_conf(conf: Mapping, context: Mapping) -> SpoutConfig:
     )
 
 
-def _check_source(source: str, job, sql, path, fmt) -> None:
+def _check_source(
+    source: str, job: str | None, sql: str | None, path: str | None, fmt: str | None
+) -> None:
     if source == "dataframe":
         given = [k for k, v in (("job", job), ("sql", sql), ("path", path)) if v]
         if len(given) != 1:

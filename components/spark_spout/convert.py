@@ -27,6 +27,8 @@ finite floats) is copied with one `to_pylist()`, and only the others pay a Pytho
 from __future__ import annotations
 
 import base64
+import datetime
+import decimal
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -46,7 +48,7 @@ def _float_value(v: float) -> Any:
     return "Infinity" if v > 0 else "-Infinity"
 
 
-def _decimal_value(v) -> str:
+def _decimal_value(v: decimal.Decimal) -> str:
     return format(v, "f")  # never exponent notation: "1E+2" would surprise every consumer
 
 
@@ -54,11 +56,11 @@ def _binary_value(v: bytes) -> str:
     return base64.b64encode(v).decode("ascii")
 
 
-def _iso(v) -> str:
+def _iso(v: datetime.date | datetime.time) -> str:
     return v.isoformat()
 
 
-def _seconds(v) -> float:
+def _seconds(v: datetime.timedelta) -> float:
     return v.total_seconds()
 
 

@@ -17,7 +17,10 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pyspark is imported when a session starts: it is slow to import
+    from pyspark.sql import SparkSession
 
 DEFAULTS = {
     "spark.master": "local[*]",
@@ -88,7 +91,9 @@ def session_settings(
     return settings
 
 
-def start_session(spark_conf: Mapping[str, str], app_name: str, log_level: str = "WARN"):
+def start_session(
+    spark_conf: Mapping[str, str], app_name: str, log_level: str = "WARN"
+) -> SparkSession:
     """A SparkSession with `spark_conf` applied (see the module docstring)."""
     ensure_java_home()
     # executors in local mode run Python workers with this interpreter (the one with our venv)
@@ -121,7 +126,7 @@ def load_callable(spec: str) -> Callable:
         raise ValueError(
             f"spark.spout.job {spec!r}: cannot import {module_name!r} (from {cwd}): {exc}"
         ) from None
-    fn = module
+    fn: Any = module
     for part in attr.split("."):
         fn = getattr(fn, part, None)
         if fn is None:

@@ -19,9 +19,9 @@ import queue
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -33,6 +33,9 @@ from .checkpoint import Checkpoint, order_of
 from .config import SpoutConfig
 from .convert import RowConverter
 from .session import call_job, load_callable, start_session
+
+if TYPE_CHECKING:  # pyspark is imported when a session starts: it is slow to import
+    from pyspark.sql import DataFrame, SparkSession
 
 MANIFEST = "_MANIFEST.json"
 SUCCESS = "_SUCCESS"
@@ -169,7 +172,7 @@ def _read_manifest(fs: pafs.FileSystem, directory: str) -> dict | None:
         return None
 
 
-def stage(df, uri: str, fields: list[str], meta: dict) -> dict:
+def stage(df: DataFrame, uri: str, fields: list[str], meta: dict) -> dict:
     """Write `df` (its `fields`, in order) to parquet at `uri`, atomically: into a temporary
     sibling, then a manifest listing the part files and their row counts, then a rename. The
     manifest is what makes a staged directory complete; its file order is the row order."""
@@ -246,7 +249,7 @@ def open_segment(
     return Segment(key, table.num_rows, files, fs, fmt, table=table)
 
 
-def _check_columns(names: list[str], fields, path: str, allow_missing: bool) -> None:
+def _check_columns(names: list[str], fields: Sequence[str], path: str, allow_missing: bool) -> None:
     if allow_missing:  # Spark's JSON writer leaves out null fields: a missing column is nulls
         return
     missing = [f for f in fields if f not in names]
@@ -346,7 +349,7 @@ class Source:
         self.handoff = handoff
         self.app_name = app_name
         self.converter = RowConverter(cfg.fields)
-        self.spark = None
+        self.spark: SparkSession | None = None
         self.thread = threading.Thread(
             target=self._run, name=f"spark-spout-{self.name}", daemon=True
         )
@@ -382,14 +385,14 @@ class Source:
         wm = self.checkpoint.watermark
         return wm is not None and order_of(key) <= order_of(wm)
 
-    def start_spark(self):
+    def start_spark(self) -> SparkSession:
         started = time.monotonic()
-        self.spark = start_session(self.cfg.spark, self.app_name, self.cfg.log_level)
+        spark = self.spark = start_session(self.cfg.spark, self.app_name, self.cfg.log_level)
         self.handoff.log(
-            f"Spark {self.spark.version} ready in {time.monotonic() - started:.1f}s "
-            f"(master {self.spark.sparkContext.master})"
+            f"Spark {spark.version} ready in {time.monotonic() - started:.1f}s "
+            f"(master {spark.sparkContext.master})"
         )
-        return self.spark
+        return spark
 
     def stop(self, timeout: float = 5.0) -> None:
         """Called by the protocol loop at close: stop Spark, within `timeout` seconds."""
@@ -400,7 +403,7 @@ class Source:
             stopper.join(timeout)
 
 
-def stop_spark(spark) -> None:
+def stop_spark(spark: SparkSession) -> None:
     """Stop the session and let the JVM go: it exits when its stdin (a pipe from us) closes."""
     try:
         spark.stop()
@@ -411,7 +414,7 @@ def stop_spark(spark) -> None:
 
         gateway = SparkContext._gateway
         proc = getattr(gateway, "proc", None)
-        if proc is not None:
+        if gateway is not None and proc is not None:
             gateway.shutdown()
             proc.stdin.close()
             proc.wait(timeout=10)
@@ -499,6 +502,7 @@ class DirectorySource(Source):
     name = "directory"
 
     def produce(self) -> None:
+        assert self.cfg.path is not None  # config.from_conf requires it for this source
         fs, root = filesystem(self.cfg.path)
         single = self._is_output(fs, root)
         done: set[str] = set()
@@ -563,6 +567,7 @@ class StreamingSource(Source):
     def produce(self) -> None:
         spark = self.start_spark()
         cfg = self.cfg
+        assert cfg.job is not None  # config.from_conf requires it for this source
         sdf = call_job(load_callable(cfg.job), spark, self.conf)
         if not getattr(sdf, "isStreaming", False):
             raise SourceError(
@@ -595,7 +600,7 @@ class StreamingSource(Source):
             self.handoff.log("the streaming query ended", WARN)
             self.handoff.put(End())
 
-    def _batch(self, df, batch_id: int) -> None:
+    def _batch(self, df: DataFrame, batch_id: int) -> None:
         """Runs on Spark's thread. Raises (and so fails the batch, which Spark retries after a
         restart) when the spout is closing."""
         handoff = self.handoff

@@ -10,7 +10,7 @@ import os
 import sys
 import time
 from collections import deque
-from typing import Any
+from typing import Any, TextIO
 
 from multilang import WARN, Spout
 
@@ -59,7 +59,7 @@ class SparkSpout(Spout):
         self.dirty = False
         self.last_save = time.monotonic()
         self.acks_since_check = 0
-        self.dead_file = None
+        self.dead_file: TextIO | None = None
         self.started = time.monotonic()
         self.first_emit_logged = False
         self.finished_logged = self.checkpoint.finished
@@ -101,6 +101,7 @@ class SparkSpout(Spout):
                     break
                 continue
             state = self.state
+            assert state is not None  # set with the rows of every chunk
             bitmap, key, base = state.bitmap, state.key, self.chunk_start
             end = min(len(rows), pos + budget)
             while pos < end:

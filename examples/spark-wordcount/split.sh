@@ -3,6 +3,7 @@
 source "$MULTILANG_SH"
 
 split() {
+    # shellcheck disable=SC2086  # splitting $1 into words is the point (globbing is off)
     emit_each $2   # $1 is the line number; the line is already lower case, words only
 }
 

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from host.observe.snapshot import ComponentCounters
 
 
 class LatencyHistogram:
@@ -55,7 +58,7 @@ class LatencyHistogram:
         return self.total / self.count * 1000 if self.count else None
 
     @classmethod
-    def merged(cls, histograms) -> LatencyHistogram:
+    def merged(cls, histograms: Iterable[LatencyHistogram]) -> LatencyHistogram:
         """One histogram holding every sample of `histograms` (a component's tasks)."""
         out = cls()
         for h in histograms:
@@ -68,6 +71,8 @@ class LatencyHistogram:
 
 @dataclass
 class ComponentStats:
+    """A task's counters (the host keeps one per task), or a component's (`combined`)."""
+
     tasks: int = 0
     emitted: int = 0  # emit calls that were routed
     transferred: int = 0  # tuple copies delivered to bolt tasks
@@ -106,8 +111,9 @@ class ComponentStats:
         out.process_latency = LatencyHistogram.merged(t.process_latency for t in tasks)
         return out
 
-    def as_json(self) -> dict:
-        out = {
+    def as_json(self) -> ComponentCounters:
+        """The component's part of the stats snapshot (`host.observe.snapshot`)."""
+        out: ComponentCounters = {
             "tasks": self.tasks,
             "emitted": self.emitted,
             "transferred": self.transferred,
@@ -122,7 +128,7 @@ class ComponentStats:
                 "p50": self.process_latency.percentile(50),
                 "p99": self.process_latency.percentile(99),
             }
-        if self.last_error is not None:
+        if self.last_error is not None and self.last_error_at is not None:  # set together
             out["last_error"] = self.last_error
             out["last_error_at"] = self.last_error_at
         if self.metrics:

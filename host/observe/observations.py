@@ -6,22 +6,24 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from typing import Any
 
 import psutil
+
+from host.observe.snapshot import FailureReport, LogEntry, RecentActivity
 
 RECENT_LOGS = 100
 RECENT_FAILURES = 20
 
 
-def _short(data: bytes | str | None, limit: int = 300) -> str | None:
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} chars)"
+
+
+def _head(data: bytes | None, limit: int = 300) -> str | None:
+    """The start of what was written to a process."""
     if data is None:
         return None
-    if isinstance(data, bytes):
-        text = data.decode("utf-8", "replace")
-    else:
-        text = data
-    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} chars)"
+    return _clip(data.decode("utf-8", "replace"), limit)
 
 
 def _tail(data: bytes | None, limit: int = 400) -> str | None:
@@ -38,8 +40,8 @@ def _tail(data: bytes | None, limit: int = 400) -> str | None:
 
 class Observations:
     def __init__(self) -> None:
-        self.logs: deque[dict] = deque(maxlen=RECENT_LOGS)
-        self.failures: deque[dict] = deque(maxlen=RECENT_FAILURES)
+        self.logs: deque[LogEntry] = deque(maxlen=RECENT_LOGS)
+        self.failures: deque[FailureReport] = deque(maxlen=RECENT_FAILURES)
         self._last_rate: tuple[float, int, int, int] | None = None
         self.acked_per_s = 0.0
         self.failed_per_s = 0.0
@@ -53,7 +55,7 @@ class Observations:
                 "component": component,
                 "task": task,
                 "level": level,
-                "message": _short(message, 500),
+                "message": _clip(message, 500),
             }
         )
 
@@ -78,7 +80,7 @@ class Observations:
                 "reason": reason,
                 "exit": exit_status,
                 "stderr": stderr[-10:],
-                "last_sent": _short(last_sent),
+                "last_sent": _head(last_sent),
                 "last_received": _tail(last_received),
             }
         )
@@ -113,7 +115,9 @@ class Observations:
             return None, None
 
     def forget(self, pid: int | None) -> None:
-        self._procs.pop(pid, None)
+        if pid is not None:
+            self._procs.pop(pid, None)
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> RecentActivity:
+        """Its part of the stats snapshot (`host.observe.snapshot`)."""
         return {"recent_logs": list(self.logs), "failures": list(self.failures)}

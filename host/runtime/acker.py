@@ -96,7 +96,7 @@ class Acker:
     def __len__(self) -> int:
         return sum(len(b) for b in self._buckets)
 
-    def _find(self, root: int) -> tuple[dict, int] | tuple[None, None]:
+    def _find(self, root: int) -> tuple[dict[int, int], int] | tuple[None, None]:
         for bucket in self._buckets:
             rec = bucket.get(root)
             if rec is not None:  # not truthiness: slot 0 with nothing added is 0
@@ -154,9 +154,9 @@ class Acker:
             if rec is not None:
                 newest[root] = rec ^ xor
                 continue
-            bucket, rec = self._find(root)
-            if rec is not None:  # a root already failed or timed out: nothing to track
-                bucket[root] = rec ^ xor
+            found, rec = self._find(root)
+            if found is not None and rec is not None:  # else failed or timed out: not tracked
+                found[root] = rec ^ xor
 
     def ack(self, roots: Iterable[int], xor: int) -> list[Outcome] | None:
         """A tuple with these roots was acked; `xor` is its id XOR the ids of the children it
@@ -169,9 +169,10 @@ class Acker:
             if rec is not None:
                 bucket = newest
             else:
-                bucket, rec = self._find(root)
-                if rec is None:
+                found, rec = self._find(root)
+                if found is None or rec is None:
                     continue  # failed, timed out or its spout died: late acks are ignored
+                bucket = found
             rec ^= xor
             if rec >= SLOTS:
                 bucket[root] = rec
@@ -199,10 +200,10 @@ class Acker:
         """Fail these roots at once (explicit fail, or the task holding a tuple died)."""
         out = []
         for root in roots:
-            bucket, rec = self._find(root)
-            if rec is None:
+            found, rec = self._find(root)
+            if found is None or rec is None:
                 continue
-            del bucket[root]
+            del found[root]
             out.append(Outcome(*self._release(rec), self._latency(root)))
         return out
 

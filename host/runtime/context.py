@@ -1,6 +1,6 @@
-"""Task ids, and the `conf` and `context` every component gets in the handshake (spec §3.1–§3.3).
+"""Task ids, and the `conf` and `context` every component gets in the handshake (docs/protocol.md §3.1–§3.3).
 
-Task numbering follows Storm (flux-shell.md §5), so ids look like the ones components see under
+Task numbering follows Storm (docs/flux.md §5), so ids look like the ones components see under
 Storm: tasks are numbered from 1 over all components, `__acker` included while acking is on, in
 code-point order of component id, each component taking a block of `parallelism` consecutive ids.
 """
@@ -54,7 +54,7 @@ def assign_tasks(topology: Topology) -> TaskMap:
     """Storm-like task ids: see the module docstring. `__acker` gets
     `topology.acker.executors` tasks (1 when unset, none when 0)."""
     counts = {c.id: c.parallelism for c in topology.components}
-    ackers = cfg.acker_tasks(topology.config)
+    ackers = cfg.settings_for(topology).acker_tasks
     if ackers:
         counts[ACKER] = ackers
     task_to_component: dict[int, str] = {}
@@ -81,7 +81,7 @@ _GROUPING_TYPE_NAMES = {
 
 
 def grouping_json(grouping: Grouping) -> dict:
-    """A grouping as Storm writes it in the context (spec §3.2): global is fields-with-no-fields."""
+    """A grouping as Storm writes it in the context (docs/protocol.md §3.2): global is fields-with-no-fields."""
     if grouping.type == FIELDS:
         return {"type": "FIELDS", "fields": list(grouping.fields)}
     if grouping.type == GLOBAL:
@@ -137,7 +137,7 @@ def _component_context(topology: Topology, tasks: TaskMap, comp: Component) -> d
 def build_context(
     topology: Topology, tasks: TaskMap, component: Component | str, task: int
 ) -> dict:
-    """The handshake `context` for one task (spec §3.2, Storm >= 0.10 keys). A fresh dict each
+    """The handshake `context` for one task (docs/protocol.md §3.2, Storm >= 0.10 keys). A fresh dict each
     call; use HandshakeCache to build the per-component part once."""
     comp = _component(topology, component)
     _check_task(tasks, comp, task)
@@ -159,17 +159,18 @@ def storm_id(topology: Topology, run_id: str | int) -> str:
 
 
 def build_conf(topology: Topology, component: Component | str, run_id: str | int) -> dict:
-    """The handshake `conf` (spec §3.3): the component's effective config, plus what Storm adds
+    """The handshake `conf` (docs/protocol.md §3.3): the component's effective config, plus what Storm adds
     and libraries read (`topology.name` for pystorm's log naming, `storm.id`, the cluster mode).
     Unset optional keys (`topology.max.spout.pending`, ticks for bolts) are left out."""
     conf = cfg.effective_config(topology, _component(topology, component))
+    settings = cfg.Settings.from_config(conf)
     conf.update(
         {
             "topology.name": topology.name,
             "storm.id": storm_id(topology, run_id),
             "storm.cluster.mode": CLUSTER_MODE,
-            cfg.DEBUG: cfg.debug(conf),
-            cfg.MESSAGE_TIMEOUT_SECS: cfg.message_timeout_secs(conf),
+            cfg.DEBUG: settings.debug,
+            cfg.MESSAGE_TIMEOUT_SECS: settings.message_timeout_secs,
         }
     )
     return conf

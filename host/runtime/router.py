@@ -56,6 +56,15 @@ def _shuffle(tasks: list[int]) -> Chooser:
     return choose
 
 
+def _constant(tasks: list[int]) -> Chooser:
+    """Global (the lowest task) and all (every task): the same targets whatever the values."""
+
+    def choose(values: list) -> list:
+        return tasks
+
+    return choose
+
+
 def _key_of(indices: tuple[int, ...]) -> Callable[[list], object]:
     if len(indices) == 1:
         i = indices[0]
@@ -137,10 +146,9 @@ class Router:
                     elif g.type == FIELDS:
                         route.choosers.append(_fields(tasks, indices))
                     elif g.type == GLOBAL:
-                        lowest = [tasks[0]]
-                        route.choosers.append(lambda values, lowest=lowest: lowest)
+                        route.choosers.append(_constant([tasks[0]]))
                     elif g.type == ALL:
-                        route.choosers.append(lambda values, tasks=tasks: tasks)
+                        route.choosers.append(_constant(tasks))
                     elif g.type == PARTIAL_KEY:
                         route.choosers.append(_partial_key(tasks, indices))
                     else:  # the loader validates groupings; this is a bug, not user input

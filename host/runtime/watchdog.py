@@ -38,7 +38,8 @@ class Watchdog:
     def close(self, timeout: float = 5.0) -> None:
         """Let the watchdog sweep (what a crashed incarnation left behind) and wait for it."""
         try:
-            self.proc.stdin.close()
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
         except OSError:
             pass
         try:

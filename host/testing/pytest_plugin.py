@@ -26,20 +26,23 @@ lines) are added to the failure report.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Generator
+from typing import Any, TypeVar
 
 import pytest
 
 from host import testing
 
-_RESULTS = pytest.StashKey[list]()
+Result = TypeVar("Result", testing.TopologyResult, testing.ComponentResult)
+
+_RESULTS = pytest.StashKey[list[testing.TopologyResult | testing.ComponentResult]]()
 
 
-def _recording(request: pytest.FixtureRequest, run: Callable) -> Callable:
+def _recording(request: pytest.FixtureRequest, run: Callable[..., Result]) -> Callable[..., Result]:
     results = request.node.stash.setdefault(_RESULTS, [])
 
     @functools.wraps(run)
-    def recorded(*args, **kwargs):
+    def recorded(*args: Any, **kwargs: Any) -> Result:
         result = run(*args, **kwargs)
         results.append(result)
         return result
@@ -66,10 +69,13 @@ def fake_clock() -> testing.FakeClock:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     if report.failed and report.when == "call":
-        for n, result in enumerate(item.stash.get(_RESULTS, []), start=1):
+        results = item.stash.get(_RESULTS, [])
+        for n, result in enumerate(results, start=1):
             if isinstance(result, testing.ComponentResult):
                 title = f"run_component #{n}: {' '.join(result.command)}"
                 report.sections.append((title, result.transcript_text))

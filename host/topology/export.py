@@ -27,11 +27,10 @@ from pathlib import Path
 import yaml
 
 from host.errors import TopologyError
-from host.topology.flux import (
+from host.topology.flux_java import (
     FIELDS_CLASS,
     FLUX_SHELL_BOLT,
     FLUX_SHELL_SPOUT,
-    MAX_TASK_PARALLELISM,
     PARTIAL_KEY_GROUPING,
     TEST_WORD_SPOUT,
     Builtin,
@@ -51,6 +50,7 @@ from host.topology.model import (
     Input,
     Topology,
 )
+from host.topology.settings import MAX_TASK_PARALLELISM
 from multilang.messages import DEFAULT_STREAM
 
 log = logging.getLogger("host.topology.export")

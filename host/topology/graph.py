@@ -11,7 +11,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 
-from host.topology.flux import builtin_for_command
+from host.topology.flux_java import builtin_for_command
 from host.topology.model import ALL, DIRECT, GROUPINGS_WITH_FIELDS, Component, Input, Topology
 from multilang.messages import DEFAULT_STREAM
 

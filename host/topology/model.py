@@ -1,8 +1,7 @@
 """The topology model: frozen dataclasses built once by a loader, validated, then only read.
 
-Loaders (`host.topology`) build these from our YAML or a Python builder; the runtime
-(`host.runtime.supervisor`, `host.runtime.router`, `host.runtime.context`) reads them. Names follow Storm: component,
-stream, grouping, task.
+Loaders (`host.topology`) build these from our YAML, Flux or a Python builder; the runtime
+(`host.runtime`) reads them. Names follow Storm: component, stream, grouping, task.
 """
 
 from __future__ import annotations
@@ -55,8 +54,12 @@ class Component:
     cwd: str = "."  # absolute after loading
     env: dict[str, str] = field(default_factory=dict)  # overlaid on the host's environment
     serializer: str = "json"
-    heartbeats: bool = True  # off for vendored storm.py <= 0.9.2 (spec §4.7)
-    activate: bool = True  # off for vendored storm.js <= 1.1.1 (spec §5.1)
+    # off for vendored storm.py <= 0.9.2, which takes a heartbeat for a tuple (docs/protocol.md,
+    # "Heartbeat and timeout")
+    heartbeats: bool = True
+    # off for vendored storm.js <= 1.1.1, which never answers `activate` (docs/protocol.md,
+    # "Commands")
+    activate: bool = True
 
     @property
     def is_spout(self) -> bool:

@@ -1,19 +1,24 @@
-"""Storm configuration keys the host uses: defaults, type checks, typed accessors, and the merge
-that gives each component its effective configuration (spec §3.3, §12).
+"""The Storm configuration keys the host reads, and what a config says about them.
+
+The `Key` table is the one place where a key's name, default and range are written. `Settings` is
+the typed view of a config, read once through that table; `effective_config` merges defaults,
+topology config and a component's own config as Storm's `Executor.java` does
+(`normalizedComponentConf`), and is what a component receives as `conf` in the handshake (see
+docs/protocol.md).
 
 Keys keep Storm's names; the host's own settings live under `host.` in the same style. A config is a
 plain dict (it is sent to components in the handshake, so every value must be a JSON value). `None`
 for a known key means "unset": the default applies, or the feature is off (no spout-pending cap, no
-ticks).
+ticks). Checking a whole config dict is `host.topology.config_check`; `-c KEY=VALUE` is
+`host.topology.overrides`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
-
-import yaml
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TypeGuard
 
 from host.errors import TopologyError
 from host.topology.model import Component, Topology
@@ -45,34 +50,40 @@ MAX_FRAME_BYTES = "host.max.frame.bytes"
 
 HOST_PREFIX = "host."
 
+# Storm keys that the Flux loader reads (and the export writes), not the runtime
+MAX_TASK_PARALLELISM = "topology.max.task.parallelism"
+MULTILANG_SERIALIZER = "topology.multilang.serializer"
+
 
 # ---- value checks: each returns what is wrong, or None ------------------------------------------
 
 Check = Callable[[object], "str | None"]
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)  # YAML `true` is not 1
+def is_int(value: object) -> TypeGuard[int]:
+    """An integer, and not a boolean: YAML `true` is not 1."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_number(value: object) -> bool:
-    return (_is_int(value) or isinstance(value, float)) and math.isfinite(value)
+def is_number(value: object) -> TypeGuard[int | float]:
+    """A finite integer or float (not a boolean)."""
+    return (is_int(value) or isinstance(value, float)) and math.isfinite(value)
 
 
 def _positive_int(value: object) -> str | None:
-    return None if _is_int(value) and value > 0 else "must be a positive integer"
+    return None if is_int(value) and value > 0 else "must be a positive integer"
 
 
 def _non_negative_int(value: object) -> str | None:
-    return None if _is_int(value) and value >= 0 else "must be an integer >= 0"
+    return None if is_int(value) and value >= 0 else "must be an integer >= 0"
 
 
 def _positive_number(value: object) -> str | None:
-    return None if _is_number(value) and value > 0 else "must be a number > 0"
+    return None if is_number(value) and value > 0 else "must be a number > 0"
 
 
 def _non_negative_number(value: object) -> str | None:
-    return None if _is_number(value) and value >= 0 else "must be a number >= 0"
+    return None if is_number(value) and value >= 0 else "must be a number >= 0"
 
 
 def _boolean(value: object) -> str | None:
@@ -81,13 +92,11 @@ def _boolean(value: object) -> str | None:
 
 @dataclass(frozen=True)
 class Key:
-    """A configuration key the host reads. `default` None = unset unless configured.
-    `component_level`: whether a component's own config may override it (Storm's whitelist)."""
+    """A configuration key the host reads. `default` None = unset unless configured."""
 
     name: str
     default: object
     check: Check
-    component_level: bool = False
     # Storm's type checks allow null for keys that are unset by default
     nullable: bool = False
 
@@ -96,14 +105,14 @@ KEYS: dict[str, Key] = {
     k.name: k
     for k in (
         Key(MESSAGE_TIMEOUT_SECS, 30, _positive_int),
-        Key(MAX_SPOUT_PENDING, None, _positive_int, component_level=True, nullable=True),
+        Key(MAX_SPOUT_PENDING, None, _positive_int, nullable=True),
         # 0 turns acking off; unset = one acker (Storm: one per worker, and we are one worker)
         Key(ACKER_EXECUTORS, None, _non_negative_int, nullable=True),
         Key(SHELLBOLT_MAX_PENDING, 100, _positive_int),
         Key(SUBPROCESS_TIMEOUT_SECS, None, _positive_int, nullable=True),
         Key(WORKER_TIMEOUT_SECS, 30, _positive_int),
-        Key(TICK_TUPLE_FREQ_SECS, None, _positive_int, component_level=True, nullable=True),
-        Key(DEBUG, False, _boolean, component_level=True),
+        Key(TICK_TUPLE_FREQ_SECS, None, _positive_int, nullable=True),
+        Key(DEBUG, False, _boolean),
         Key(ENABLE_MESSAGE_TIMEOUTS, True, _boolean),
         Key(HANDSHAKE_TIMEOUT_SECS, 30, _positive_number),
         Key(RESTART_BACKOFF_INITIAL_SECS, 0.5, _positive_number),
@@ -135,13 +144,14 @@ KEYS: dict[str, Key] = {
 
 DEFAULTS: dict[str, object] = {k.name: k.default for k in KEYS.values() if k.default is not None}
 
-# Storm's whitelist of keys a component's own configuration may set (spec §3.3). Everything else
-# that Storm knows is topology-wide and silently dropped from component config.
+# Storm's whitelist of keys a component's own configuration may set (`Executor.java`,
+# normalizedComponentConf). Everything else that Storm knows is topology-wide and silently dropped
+# from component config.
 COMPONENT_WHITELIST = frozenset(
     {
         DEBUG,
         MAX_SPOUT_PENDING,
-        "topology.max.task.parallelism",
+        MAX_TASK_PARALLELISM,
         "topology.transactional.id",
         TICK_TUPLE_FREQ_SECS,
         "topology.sleep.spout.wait.strategy.time.ms",
@@ -163,7 +173,7 @@ _OTHER_STORM_TOPOLOGY_KEYS = frozenset(
         "topology.workers",
         "topology.tasks",
         "topology.eventlogger.executors",
-        "topology.multilang.serializer",
+        MULTILANG_SERIALIZER,
         "topology.multilang.log.handler",
         "topology.skip.missing.kryo.registrations",
         "topology.kryo.register",
@@ -240,80 +250,144 @@ def is_known_key(key: str) -> bool:
     )
 
 
-# ---- checking a config dict ---------------------------------------------------------------------
+# ---- reading one key ----------------------------------------------------------------------------
 
 
-def _json_problem(value: object) -> str | None:
-    """Config is sent to every component as JSON: YAML dates, sets and the like cannot go."""
-    if value is None or isinstance(value, (str, bool, int)):
-        return None
-    if isinstance(value, float):
-        return None if math.isfinite(value) else "must be a finite number (JSON has no NaN/inf)"
-    if isinstance(value, (list, tuple)):
-        return next((p for p in map(_json_problem, value) if p), None)
-    if isinstance(value, dict):
-        if not all(isinstance(k, str) for k in value):
-            return "mapping keys must be strings (the value is sent to components as JSON)"
-        return next((p for p in map(_json_problem, value.values()) if p), None)
-    return (
-        f"must be a JSON value (string, number, boolean, null, list or mapping), "
-        f"not {type(value).__name__}; quote it if you meant a string"
+class _Reader:
+    """Reads known keys from a config: the default when unset or null, and a TopologyError (not a
+    value of the wrong type) when the value fails the key's check. Loaders check configs with
+    `check_config` first; this keeps a config that skipped that from becoming garbage."""
+
+    def __init__(
+        self, conf: Mapping[str, object], file: str | None = None, component: str | None = None
+    ) -> None:
+        self.conf = conf
+        self.file = file
+        self.component = component
+
+    def value(self, key: str) -> object:
+        spec = KEYS[key]
+        value = self.conf.get(key)
+        if value is None:
+            value = spec.default
+        if value is not None:
+            problem = spec.check(value)
+            if problem:
+                raise self._error(key, f"{problem}, got {value!r}")
+        return value
+
+    def integer(self, key: str) -> int:
+        value = self.value(key)
+        if is_int(value):
+            return value
+        raise self._error(key, f"must be an integer, got {value!r}")
+
+    def optional_integer(self, key: str) -> int | None:
+        value = self.value(key)
+        if value is None or is_int(value):
+            return value
+        raise self._error(key, f"must be an integer or null, got {value!r}")
+
+    def number(self, key: str) -> float:
+        value = self.value(key)
+        if is_number(value):
+            return value
+        raise self._error(key, f"must be a number, got {value!r}")
+
+    def boolean(self, key: str) -> bool:
+        value = self.value(key)
+        if isinstance(value, bool):
+            return value
+        raise self._error(key, f"must be true or false, got {value!r}")
+
+    def _error(self, key: str, problem: str) -> TopologyError:
+        return TopologyError(problem, file=self.file, component=self.component, key=key)
+
+
+# ---- Settings -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What a config says about every key the host reads, typed and with defaults applied. Built
+    from a topology's config (`settings_for`) or a component's effective config
+    (`component_settings`); the names, defaults and ranges are those of the `Key` table."""
+
+    message_timeout_secs: int
+    message_timeouts_enabled: bool
+    max_spout_pending: int | None  # None = unlimited
+    acking: bool  # topology.acker.executors is not 0
+    acker_tasks: int  # `__acker` tasks in the task numbering: 0 when acking is off
+    shellbolt_max_pending: int
+    bolt_max_in_flight: int
+    # liveness timeout; unset falls back to supervisor.worker.timeout.secs as in Storm's
+    # ShellBolt.java / ShellSpout.java (see docs/protocol.md on heartbeats)
+    subprocess_timeout_secs: float
+    handshake_timeout_secs: float
+    shutdown_grace_secs: float
+    restart_backoff_initial_secs: float
+    restart_backoff_max_secs: float
+    restart_max: int
+    restart_window_secs: float
+    spout_idle_max_sleep_secs: float  # host.spout.idle.max.sleep.ms, in seconds
+    spout_ack_batch: int
+    spout_next_depth: int
+    acker_latency_sample: int
+    max_frame_bytes: int
+    debug: bool
+    # as the component sees it: for a spout, the message timeout (as Storm sets it); whether a
+    # component gets tick tuples at all is `tick_freq`'s answer
+    tick_tuple_freq_secs: int | None
+
+    @classmethod
+    def from_config(
+        cls, conf: Mapping[str, object], *, file: str | None = None, component: str | None = None
+    ) -> Settings:
+        """Settings from a topology or effective config; defaults fill what is missing. A value
+        of the wrong type or out of range raises TopologyError naming `file`, `component` and the
+        key."""
+        read = _Reader(conf, file, component)
+        acker_executors = read.optional_integer(ACKER_EXECUTORS)
+        subprocess_timeout = read.optional_integer(SUBPROCESS_TIMEOUT_SECS)
+        worker_timeout = read.integer(WORKER_TIMEOUT_SECS)
+        return cls(
+            message_timeout_secs=read.integer(MESSAGE_TIMEOUT_SECS),
+            message_timeouts_enabled=read.boolean(ENABLE_MESSAGE_TIMEOUTS),
+            max_spout_pending=read.optional_integer(MAX_SPOUT_PENDING),
+            acking=acker_executors != 0,
+            acker_tasks=1 if acker_executors is None else acker_executors,
+            shellbolt_max_pending=read.integer(SHELLBOLT_MAX_PENDING),
+            bolt_max_in_flight=read.integer(BOLT_MAX_IN_FLIGHT),
+            subprocess_timeout_secs=float(
+                worker_timeout if subprocess_timeout is None else subprocess_timeout
+            ),
+            handshake_timeout_secs=float(read.number(HANDSHAKE_TIMEOUT_SECS)),
+            shutdown_grace_secs=float(read.number(SHUTDOWN_GRACE_SECS)),
+            restart_backoff_initial_secs=float(read.number(RESTART_BACKOFF_INITIAL_SECS)),
+            restart_backoff_max_secs=float(read.number(RESTART_BACKOFF_MAX_SECS)),
+            restart_max=read.integer(RESTART_MAX),
+            restart_window_secs=float(read.number(RESTART_WINDOW_SECS)),
+            spout_idle_max_sleep_secs=read.number(SPOUT_IDLE_MAX_SLEEP_MS) / 1000,
+            spout_ack_batch=read.integer(SPOUT_ACK_BATCH),
+            spout_next_depth=read.integer(SPOUT_NEXT_DEPTH),
+            acker_latency_sample=read.integer(ACKER_LATENCY_SAMPLE),
+            max_frame_bytes=read.integer(MAX_FRAME_BYTES),
+            debug=read.boolean(DEBUG),
+            tick_tuple_freq_secs=read.optional_integer(TICK_TUPLE_FREQ_SECS),
+        )
+
+
+def settings_for(topology: Topology) -> Settings:
+    """The topology-wide settings (the topology's config over the defaults)."""
+    return Settings.from_config(topology.config, file=topology.source)
+
+
+def component_settings(topology: Topology, component: Component | str) -> Settings:
+    """A component's settings: those of its effective config (`effective_config`)."""
+    comp = _component_of(topology, component)
+    return Settings.from_config(
+        effective_config(topology, comp), file=topology.source, component=comp.id
     )
-
-
-def check_config(
-    conf: object, *, file: str | None = None, component: str | None = None, strict: bool = True
-) -> None:
-    """Raise TopologyError for the first bad entry of a topology config (`component` None) or of
-    a component's config. With `strict`, component config may not set topology-wide known keys
-    (Storm would silently ignore them; we say so instead). Flux loaders pass strict=False."""
-    if not isinstance(conf, dict):
-        raise TopologyError(
-            f"config must be a mapping of keys to values, not {type(conf).__name__}",
-            file=file,
-            component=component,
-            key="config",
-        )
-    for key, value in conf.items():
-        if not isinstance(key, str) or not key:
-            raise TopologyError(
-                f"config keys must be non-empty strings, got {key!r}",
-                file=file,
-                component=component,
-                key="config",
-            )
-        problem = _entry_problem(key, value, component is not None and strict)
-        if problem:
-            raise TopologyError(problem, file=file, component=component, key=key)
-    if component is None:
-        _check_backoff(conf, file)
-
-
-def _entry_problem(key: str, value: object, component_scope: bool) -> str | None:
-    if key.startswith(HOST_PREFIX) and key not in KEYS:
-        known = ", ".join(sorted(k for k in KEYS if k.startswith(HOST_PREFIX)))
-        return f"unknown host setting; the host's settings are: {known}"
-    if component_scope and not is_component_level(key):
-        return (
-            "is topology-wide: a component's config cannot set it (Storm ignores it there); "
-            "move it to the topology's config"
-        )
-    spec = KEYS.get(key)
-    if spec is not None and not (value is None and spec.nullable):
-        problem = spec.check(value)
-        if problem:
-            return f"{problem}, got {value!r}"
-    problem = _json_problem(value)
-    return f"value {problem}" if problem else None
-
-
-def _check_backoff(conf: Mapping, file: str | None) -> None:
-    if restart_backoff_max_secs(conf) < restart_backoff_initial_secs(conf):
-        raise TopologyError(
-            f"must be >= {RESTART_BACKOFF_INITIAL_SECS} ({restart_backoff_initial_secs(conf)})",
-            file=file,
-            key=RESTART_BACKOFF_MAX_SECS,
-        )
 
 
 # ---- effective configuration --------------------------------------------------------------------
@@ -330,10 +404,10 @@ def component_overrides(component: Component) -> dict:
 
 
 def effective_config(topology: Topology, component: Component | str) -> dict:
-    """Defaults + topology config + the component's honoured config (spec §3.3). For spouts,
-    `topology.tick.tuple.freq.secs` is set to the message timeout as Storm does (spouts never get
-    ticks: use `tick_freq` to decide who does). Known keys set to null fall back to their default
-    or are left out."""
+    """Defaults + topology config + the component's honoured config, as Storm's `Executor.java`
+    merges them. For spouts, `topology.tick.tuple.freq.secs` is set to the message timeout as
+    Storm does (spouts never get ticks: use `tick_freq` to decide who does). Known keys set to
+    null fall back to their default or are left out."""
     comp = _component_of(topology, component)
     conf = {**DEFAULTS, **topology.config, **component_overrides(comp)}
     for key, spec in KEYS.items():
@@ -349,152 +423,9 @@ def effective_config(topology: Topology, component: Component | str) -> dict:
 
 def tick_freq(topology: Topology, component: Component | str) -> int | None:
     """Seconds between tick tuples for this component, or None for no ticks. Only bolts whose
-    topology or own config sets `topology.tick.tuple.freq.secs` get ticks (spec §4.2, §6): Storm's
-    own example bolts crash on a tick they did not ask for."""
+    topology or own config sets `topology.tick.tuple.freq.secs` get ticks (see docs/protocol.md
+    on tick tuples): Storm's own example bolts crash on a tick they did not ask for."""
     comp = _component_of(topology, component)
     if comp.is_spout:
         return None
-    return effective_config(topology, comp).get(TICK_TUPLE_FREQ_SECS)
-
-
-# ---- typed accessors (take an effective or topology config) -------------------------------------
-
-
-def _get(conf: Mapping, key: str):
-    value = conf.get(key)
-    return KEYS[key].default if value is None else value
-
-
-def message_timeout_secs(conf: Mapping) -> int:
-    return _get(conf, MESSAGE_TIMEOUT_SECS)
-
-
-def max_spout_pending(conf: Mapping) -> int | None:
-    """None = unlimited."""
-    return _get(conf, MAX_SPOUT_PENDING)
-
-
-def acker_executors(conf: Mapping) -> int | None:
-    """None = unset (one acker); 0 = acking off."""
-    return _get(conf, ACKER_EXECUTORS)
-
-
-def acking_enabled(conf: Mapping) -> bool:
-    return acker_executors(conf) != 0
-
-
-def acker_tasks(conf: Mapping) -> int:
-    """How many `__acker` tasks appear in the task numbering: 0 when acking is off."""
-    executors = acker_executors(conf)
-    return 1 if executors is None else executors
-
-
-def shellbolt_max_pending(conf: Mapping) -> int:
-    return _get(conf, SHELLBOLT_MAX_PENDING)
-
-
-def subprocess_timeout_secs(conf: Mapping) -> int:
-    """Liveness timeout; unset falls back to `supervisor.worker.timeout.secs` (spec §4.7)."""
-    value = conf.get(SUBPROCESS_TIMEOUT_SECS)
-    return _get(conf, WORKER_TIMEOUT_SECS) if value is None else value
-
-
-def tick_tuple_freq_secs(conf: Mapping) -> int | None:
-    return _get(conf, TICK_TUPLE_FREQ_SECS)
-
-
-def debug(conf: Mapping) -> bool:
-    return _get(conf, DEBUG)
-
-
-def message_timeouts_enabled(conf: Mapping) -> bool:
-    return _get(conf, ENABLE_MESSAGE_TIMEOUTS)
-
-
-def handshake_timeout_secs(conf: Mapping) -> float:
-    return _get(conf, HANDSHAKE_TIMEOUT_SECS)
-
-
-def restart_backoff_initial_secs(conf: Mapping) -> float:
-    return _get(conf, RESTART_BACKOFF_INITIAL_SECS)
-
-
-def restart_backoff_max_secs(conf: Mapping) -> float:
-    return _get(conf, RESTART_BACKOFF_MAX_SECS)
-
-
-def restart_max(conf: Mapping) -> int:
-    return _get(conf, RESTART_MAX)
-
-
-def restart_window_secs(conf: Mapping) -> float:
-    return _get(conf, RESTART_WINDOW_SECS)
-
-
-def shutdown_grace_secs(conf: Mapping) -> float:
-    return _get(conf, SHUTDOWN_GRACE_SECS)
-
-
-def spout_idle_max_sleep_ms(conf: Mapping) -> float:
-    return _get(conf, SPOUT_IDLE_MAX_SLEEP_MS)
-
-
-def spout_ack_batch(conf: Mapping) -> int:
-    return _get(conf, SPOUT_ACK_BATCH)
-
-
-def bolt_max_in_flight(conf: Mapping) -> int:
-    return _get(conf, BOLT_MAX_IN_FLIGHT)
-
-
-def spout_next_depth(conf: Mapping) -> int:
-    return _get(conf, SPOUT_NEXT_DEPTH)
-
-
-def acker_latency_sample(conf: Mapping) -> int:
-    return _get(conf, ACKER_LATENCY_SAMPLE)
-
-
-def max_frame_bytes(conf: Mapping) -> int:
-    return _get(conf, MAX_FRAME_BYTES)
-
-
-# ---- command-line overrides (-c KEY=VALUE) ------------------------------------------------------
-
-_SCALARS = (str, int, float, bool, type(None))
-
-
-def parse_override(text: str) -> tuple[str, object]:
-    """`KEY=VALUE` -> (key, value). VALUE is read as a YAML scalar, as Storm's `-c` does: `10` is
-    an int, `0.5` a float, `true`/`false` booleans, `null` (or nothing) unset, anything else a
-    string. A value that YAML would read as something other than a scalar (a list, a mapping, a
-    date) is kept as the literal string."""
-    key, sep, raw = text.partition("=")
-    key = key.strip()
-    if not sep or not key:
-        raise TopologyError(f"expected KEY=VALUE, got {text!r}", key="-c")
-    try:
-        value = yaml.safe_load(raw)
-    except yaml.YAMLError:
-        return key, raw
-    if not isinstance(value, _SCALARS) or (isinstance(value, float) and not math.isfinite(value)):
-        return key, raw
-    return key, value
-
-
-def parse_overrides(items: Iterable[str]) -> dict[str, object]:
-    """Several `-c` options; a later one wins over an earlier one with the same key."""
-    return dict(parse_override(item) for item in items)
-
-
-def with_overrides(topology: Topology, overrides: Mapping[str, object]) -> Topology:
-    """The topology with `overrides` merged over its config, checked like the config itself."""
-    if not overrides:
-        return topology
-    for key, value in overrides.items():
-        problem = _entry_problem(key, value, component_scope=False)
-        if problem:
-            raise TopologyError(f"{problem} (from -c)", file=topology.source, key=key)
-    merged = {**topology.config, **overrides}
-    _check_backoff(merged, topology.source)
-    return replace(topology, config=merged)
+    return _Reader(effective_config(topology, comp)).optional_integer(TICK_TUPLE_FREQ_SECS)

@@ -108,7 +108,9 @@ exec {_ML_OUT}>&1 {_ML_IN}<&0 1>&2 0</dev/null
 _ML_END=$'\nend\n'
 _ML_SYNC='{"command":"sync"}'$_ML_END
 _ML_NO_ANCHOR=',"need_task_ids":false'
-_ML_BS2='\\'      # replacement texts, quoted where used so that patsub_replacement cannot touch them
+# Replacement texts, quoted where used so that patsub_replacement cannot touch them.
+# shellcheck disable=SC1003  # two backslashes are meant: the JSON escape of one
+_ML_BS2='\\'
 _ML_BSQ='\"'
 _ML_BSN='\n'
 _ML_BST='\t'
@@ -507,6 +509,7 @@ _ml_H() {
 }
 
 # A tick: the hook runs unanchored, and the library settles the tick itself.
+# shellcheck disable=SC2034  # MULTILANG_TUPLE_*: for the component's on_tick to read
 _ml_K() {
     if [[ $_ML_ROLE != bolt ]]; then
         _ml_unexpected "a tick tuple"
@@ -530,6 +533,7 @@ _ml_K() {
 }
 
 # A spout command: $1 the command, $2 its id (raw string, or JSON text), $3 the id as JSON.
+# shellcheck disable=SC2034  # MULTILANG_MSG_ID_JSON: for the component's ack/fail hooks to read
 _ml_C() {
     if [[ $_ML_ROLE != spout ]]; then
         _ml_unexpected "the spout command '$1'"
@@ -546,6 +550,7 @@ _ml_C() {
     _ML_BUF+=$_ML_SYNC
 }
 
+# shellcheck disable=SC2034  # MULTILANG_TASK_IDS: for the component to read after emit_with -T
 _ml_I() {
     MULTILANG_TASK_IDS=("$@")
     if [[ ${FUNCNAME[1]-} != _ml_await_task_ids ]]; then
@@ -553,6 +558,7 @@ _ml_I() {
     fi
 }
 
+# shellcheck disable=SC2034  # MULTILANG_*: the handshake's values, for the component to read
 _ml_S() {
     if (( _ML_SHOOK )); then
         _ml_unexpected "a second handshake"

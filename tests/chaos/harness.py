@@ -22,9 +22,8 @@ from pathlib import Path
 
 import psutil
 
-from host.runtime.process import State
 from host.runtime.supervisor import Supervisor
-from host.topology.loader import TopologyBuilder
+from host.topology import TopologyBuilder
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPONENTS = Path(__file__).parent / "components"
@@ -222,13 +221,7 @@ def settled(ledgers: dict[str, LedgerSpec]) -> Callable[[dict], bool]:
 
 def live_pids(sup: Supervisor) -> dict[str, int]:
     """task name -> pid of every component process the host has running now."""
-    out = {}
-    for t in list(sup.tasks.values()):
-        p = t.proc
-        popen = p.proc
-        if p.state is State.RUNNING and popen is not None and popen.returncode is None:
-            out[p.name] = popen.pid
-    return out
+    return sup.pids()
 
 
 def is_our_child(pid: int) -> bool:
@@ -311,9 +304,8 @@ def restarts(snap: dict) -> dict[str, int]:
 
 
 def assert_no_children_left(sup: Supervisor, seed: int | None = None) -> None:
-    for t in sup.tasks.values():
-        if t.proc.proc is not None:
-            assert t.proc.proc.poll() is not None, f"CHAOS_SEED={seed}: {t.proc.name} running"
+    for pid in sup.started_pids:
+        assert not is_running(pid), f"CHAOS_SEED={seed}: pid {pid} running"
     assert not os.path.exists(sup.pid_dir)
 
 
@@ -462,3 +454,11 @@ def describe(procs: list[psutil.Process]) -> list:
         except psutil.Error:
             out.append((p.pid, "?"))
     return out
+
+
+def is_running(pid: int) -> bool:
+    """A process of the run still runs (a zombie, reaped or not, does not)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False

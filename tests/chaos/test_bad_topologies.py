@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from host.cli import main as cli
 from host.errors import TopologyError
-from host.topology.loader import is_flux, load
+from host.topology.files import is_flux, load
 
 from .harness import BOLTS, ROOT, SPOUTS
 

@@ -322,60 +322,91 @@ def test_random_protocol_messages_fault_only_their_component(tmp_path, caplog, s
 
 
 def test_task_that_dies_while_paused_by_backpressure_is_restarted_once(tmp_path, caplog):
-    """Both sink tasks are SIGSTOPped, so their queues fill and the host stops reading the
-    splitter (backpressure). The splitter is then SIGKILLed: its death must be noticed although
-    its stdout is not being read (once only the subprocess timeout of the stopped sinks noticed
-    it), and its replacement must get through the handshake although its downstream is still
-    full (once its pid reply went unread and it was killed for a mute handshake, again and
-    again). Then the sinks continue and every message is acked once."""
+    """Both sink tasks are SIGSTOPped before the spout emits its first tuple, so their queues
+    fill and the host stops reading the splitter, whose own queue then fills and stops the spout
+    (backpressure); the test waits until the snapshot shows that pause and asserts it. Then the
+    paused splitter is SIGKILLed: its death must be noticed although its stdout is not being read
+    (once only the subprocess timeout of the stopped sinks noticed it), and its replacement must
+    get through the handshake although its downstream is still full (once its pid reply went
+    unread and it was killed for a mute handshake, again and again). Then the sinks continue and
+    every message is acked once. Everything is read from the public snapshot."""
+    bound = 20  # topology.shellbolt.max.pending, and host.bolt.max.in.flight
+    gate = tmp_path / "start"  # the spout emits nothing until this file exists
     steps: dict = {}
+
+    def tasks(snap: dict, cid: str) -> list[dict]:
+        return snap["components"][cid]["tasks_detail"]
 
     def script(sup, snap):
         up = snap["topology"]["uptime_s"]
-        pids = live_pids(sup)
-        split, sinks = task_name(sup, "split"), [n for n in pids if n.startswith("sink[")]
-        if "stopped" not in steps and snap["components"]["sink"]["executed"] >= 50:
-            steps["sinks"] = [pids[n] for n in sinks]
+        split = snap["components"]["split"]
+        sinks = tasks(snap, "sink")
+        pending = snap["topology"]["spout_tuples_pending"]
+        steps["last"] = {  # for the assertion messages
+            "uptime_s": up,
+            "split": {k: split[k] for k in ("emitted", "queued", "in_flight", "restarts")},
+            "sink_queued": [t["queued"] for t in sinks],
+            "spout_tuples_pending": pending,
+        }
+        if "stopped" not in steps:
+            if all(t["state"] == "running" and t["pid"] for t in sinks):
+                steps["sinks"] = [t["pid"] for t in sinks]
+                for pid in steps["sinks"]:
+                    os.kill(pid, signal.SIGSTOP)
+                gate.touch()
+                steps["stopped"] = up
+        elif "paused" not in steps:
+            # a full sink queue stops the host reading the splitter; the splitter's full queue
+            # stops it reading (and asking) the spout
+            if max(t["queued"] for t in sinks) >= bound and split["queued"] >= bound:
+                steps["paused"] = (up, split["emitted"], pending)
+        elif "killed" not in steps:
+            at, emitted, pending_then = steps["paused"]
+            if split["emitted"] != emitted or pending != pending_then or split["queued"] < bound:
+                steps["not_paused"] = dict(steps["last"])
+                sup.request_stop("the pause did not hold")
+            elif up >= at + 1.0:  # the pause held for a second: kill the paused splitter
+                steps["victim"] = tasks(snap, "split")[0]["pid"]
+                os.kill(steps["victim"], signal.SIGKILL)
+                steps["killed"] = up
+        elif "running_again" not in steps:
+            task = tasks(snap, "split")[0]
+            if task["state"] == "running" and task["pid"] not in (None, steps["victim"]):
+                steps["running_again"] = up  # restarted and through its handshake, still paused
+        elif "resumed" not in steps and up > steps["running_again"] + 2:
+            # past the 1 s handshake timeout with its downstream still full
+            steps["restarts_before_resume"] = split["restarts"]
             for pid in steps["sinks"]:
-                os.kill(pid, signal.SIGSTOP)
-            steps["stopped"] = up
-        elif (
-            "killed" not in steps
-            and "stopped" in steps
-            and not any(t.reading for t in sup.tasks.values() if t.cid == "split")
-        ):
-            steps["victim"] = pids[split]
-            os.kill(pids[split], signal.SIGKILL)  # paused: the host is not reading it
-            steps["killed"] = up
-        elif (
-            "killed" in steps
-            and "running_again" not in steps
-            and pids.get(split, steps["victim"]) != steps["victim"]
-        ):
-            steps["running_again"] = up  # restarted and through its handshake, still paused
-        elif "running_again" in steps and "resumed" not in steps and up > steps["killed"] + 3:
-            for pid in steps["sinks"]:  # past the 1s handshake timeout: resume the sinks
                 os.kill(pid, signal.SIGCONT)
             steps["resumed"] = up
 
     sup, code, ledgers, errors = run_linear(
         tmp_path,
         caplog,
-        n=3000,
+        n=400,
         per_next=10,
         every=script,
-        limit=30,
+        limit=40,
         until=lambda sup, snap: "resumed" in steps,
         config={
-            "topology.max.spout.pending": None,
-            "topology.shellbolt.max.pending": 20,
-            "host.bolt.max.in.flight": 20,
-            "topology.subprocess.timeout.secs": 60,
+            "test.start.file": str(gate),
+            "topology.max.spout.pending": None,  # only backpressure may stop the spout
+            "topology.shellbolt.max.pending": bound,
+            "host.bolt.max.in.flight": bound,
+            "topology.subprocess.timeout.secs": 60,  # the stopped sinks are not taken for hung
             "host.handshake.timeout.secs": 1,
         },
     )
+    for pid in steps.get("sinks", []):  # never leave a stopped process behind a failed test
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+    assert "paused" in steps, f"the backpressure never showed in the snapshot: {steps}"
+    assert "not_paused" not in steps, f"the host read a paused task: {steps}"
     assert code == 0 and "resumed" in steps, steps
     assert steps["running_again"] - steps["killed"] < 3, steps  # noticed at once
+    assert steps["restarts_before_resume"] == 1, steps  # not killed again for its handshake
     assert_invariant(ledgers, 0)
     assert component_restarts(sup) == {"spout": 0, "split": 1, "sink": 0}, errors
     assert not [e for e in errors if "no pid reply" in e], errors

@@ -10,7 +10,7 @@ import os
 import pytest
 
 from host.runtime.supervisor import Supervisor
-from host.topology.loader import TopologyBuilder
+from host.topology import TopologyBuilder
 
 from .harness import (
     BASE_CONFIG,

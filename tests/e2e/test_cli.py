@@ -14,6 +14,9 @@ from pathlib import Path
 import psutil
 import pytest
 
+from host.observe.snapshot import Snapshot
+from tests.support.typed_dict_check import typed_dict_problems
+
 ROOT = Path(__file__).resolve().parents[2]
 WORDCOUNT = ROOT / "examples" / "wordcount" / "topology.yaml"
 # the sentences the example spout cycles through (examples/wordcount/sentences.py)
@@ -54,6 +57,7 @@ def test_wordcount_example_counts_every_word_exactly(tmp_path):
     )
     assert result.returncode == 0, result.stderr[-3000:]
     data = json.loads(stats.read_text())
+    assert typed_dict_problems(data, Snapshot) == []  # every key the host writes, typed
     top = data["topology"]
     assert top["name"] == "wordcount"
     assert top["spout_tuples_acked"] == limit

@@ -11,11 +11,11 @@ import time
 import pytest
 
 from host.runtime.supervisor import Supervisor
-from host.topology.loader import TopologyBuilder
+from host.testing import ComponentPeer
+from host.topology import TopologyBuilder
 from host.topology.model import Topology
 from multilang.codec import encode
 from multilang.messages import Ack, TupleMessage
-from tests.support.peer import ComponentPeer
 
 # Each bolt takes values[0] seconds per tuple, blocking its whole process (a synchronous wait in
 # Node: an await would let the library write between tuples anyway).

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from host.runtime.supervisor import Supervisor
-from host.topology.loader import TopologyBuilder
+from host.testing import ComponentPeer, make_context
+from host.topology import TopologyBuilder
 from multilang.messages import Ack, Emit, Error, Fail, Log, Metrics, Sync
-from tests.support.peer import ComponentPeer, make_context
 
 HERE = Path(__file__).resolve().parent
 CONFORMANCE = HERE / "components" / "conformance"
@@ -67,7 +67,7 @@ CLIENTS = [
         ("bash", str(CONFORMANCE / "spout.sh")),
         features=frozenset({"json"}),
     ),
-    # pystorm exits with status 2 when Storm goes away (spec §4.10)
+    # pystorm exits with status 2 when Storm goes away (docs/protocol.md §4.10)
     Client(
         "pystorm-json",
         _py(PYSTORM / "conformance_bolt.py", "json"),

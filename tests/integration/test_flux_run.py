@@ -11,10 +11,10 @@ from collections import Counter
 from pathlib import Path
 
 from host.runtime.supervisor import Supervisor
-from host.topology.flux import BUILTINS, LOG_INFO_BOLT, TEST_WORD_COUNTER, TEST_WORD_SPOUT
-from host.topology.loader import load
+from host.testing import ComponentPeer, make_context
+from host.topology import load
+from host.topology.flux_java import BUILTINS, LOG_INFO_BOLT, TEST_WORD_COUNTER, TEST_WORD_SPOUT
 from multilang.messages import INFO, Ack, Emit, Error, Fail, Log, Sync
-from tests.support.peer import ComponentPeer, make_context
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "storm-flux" / "topology.yaml"

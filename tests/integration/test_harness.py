@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from host.testing import FakeClock, heartbeat, run_component, run_topology, tick
-from host.topology.loader import TopologyBuilder
+from host.topology import TopologyBuilder
 from multilang.messages import Log, Metrics
 
 ROOT = Path(__file__).resolve().parents[2]

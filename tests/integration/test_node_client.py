@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from host.testing import ComponentPeer, make_context
 from multilang.messages import Ack, Emit, Error, Fail, Log, Metrics, Sync
 from multilang.paths import client_environment
-from tests.support.peer import ComponentPeer, make_context
 
 HERE = Path(__file__).resolve().parent
 COMPONENTS = HERE / "components" / "node"

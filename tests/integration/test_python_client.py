@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from host.testing import ComponentPeer, make_context
 from multilang.messages import Ack, Emit, Error, Fail, Log, Metrics, Sync
-from tests.support.peer import ComponentPeer, make_context
 
 REPO = Path(__file__).resolve().parents[2]
 COMPONENTS = Path(__file__).resolve().parent / "components" / "python"

@@ -10,9 +10,9 @@ import time
 import pyarrow.parquet as pq
 import pytest
 
+from host.testing import ComponentPeer, make_context
 from multilang.messages import Ack, Error, Fail, Log
 from tests.integration.components.spark.support import spark_session
-from tests.support.peer import ComponentPeer, make_context
 
 pytestmark = pytest.mark.spark
 

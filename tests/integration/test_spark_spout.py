@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 
 from components.spark_spout.checkpoint import Checkpoint
-from host.topology.loader import TopologyBuilder
+from host.testing import ComponentPeer, make_context
+from host.topology import TopologyBuilder
 from multilang.messages import Emit, Error, Sync
 from tests.integration.components.spark.support import (
     HERE,
@@ -33,7 +34,6 @@ from tests.integration.components.spark.support import (
     read_checkpoint,
     spark_session,
 )
-from tests.support.peer import ComponentPeer, make_context
 
 pytestmark = pytest.mark.spark
 

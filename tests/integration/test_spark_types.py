@@ -18,9 +18,9 @@ import pyarrow as pa
 import pytest
 
 from components.spark_spout.convert import RowConverter, convert_value
+from host.testing import ComponentPeer, make_context
 from multilang.messages import Emit, Sync
 from tests.integration.components.spark.support import HERE, spark_session
-from tests.support.peer import ComponentPeer, make_context
 
 pytestmark = pytest.mark.spark
 

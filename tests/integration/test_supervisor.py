@@ -14,11 +14,12 @@ import os
 from collections import Counter
 from pathlib import Path
 
+import psutil
 import pytest
 
 from host.runtime.supervisor import Supervisor
 from host.testing import FakeClock, run_topology
-from host.topology.loader import TopologyBuilder
+from host.topology import TopologyBuilder
 
 COMPONENTS = Path(__file__).parent / "components" / "host"
 WORDS_PER_MESSAGE = 7  # "message {i} with some words in it"
@@ -80,9 +81,8 @@ def assert_every_message_acked_once(tmp_path: Path, n: int) -> Counter:
 
 
 def assert_no_children_left(sup: Supervisor) -> None:
-    for t in sup.tasks.values():
-        if t.proc.proc is not None:
-            assert t.proc.proc.poll() is not None, f"{t.proc.name} still running"
+    for pid in sup.started_pids:
+        assert not is_running(pid), f"pid {pid} still running"
     assert not os.path.exists(sup.pid_dir)
 
 
@@ -685,3 +685,11 @@ def test_strict_mode_reports_a_missing_sync(tmp_path, caplog):
         e.startswith("spout[") and "no sync" in e and "1 emits since" in e for e in errors
     ), errors
     assert sup.snapshot()["components"]["spout"]["restarts"] == 0
+
+
+def is_running(pid: int) -> bool:
+    """A process of the run still runs (a zombie, reaped or not, does not)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False

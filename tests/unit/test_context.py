@@ -10,7 +10,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from host.errors import TopologyError
 from host.runtime.context import (
     HandshakeCache,
     TaskMap,
@@ -19,8 +18,7 @@ from host.runtime.context import (
     build_context,
     grouping_json,
 )
-from host.topology.loader import TopologyBuilder
-from host.topology import settings as cfg
+from host.topology import TopologyBuilder
 from host.topology.model import (
     ALL,
     BOLT,
@@ -37,6 +35,7 @@ from host.topology.model import (
     Input,
     Topology,
 )
+from host.topology.settings import Settings
 
 FIXTURES = Path(__file__).parent / "topologies"
 SCRIPT = ["python", "sentences.py"]  # exists in FIXTURES
@@ -81,7 +80,7 @@ def shuffle(source: str, stream: str = "default") -> Input:
 
 
 def wordcount(config=None) -> Topology:
-    """The topology of spec §15.1: sentences -> split -> count."""
+    """The topology of docs/protocol.md §15.1: sentences -> split -> count."""
     b = TopologyBuilder("wc", config=config)
     b.spout("sentences", SCRIPT, outputs=["sentence"])
     b.bolt("split", SCRIPT, outputs=["word"]).shuffle("sentences")
@@ -332,7 +331,7 @@ def topologies(draw) -> Topology:
 
 
 def check_task_map(t: Topology, tasks: TaskMap) -> None:
-    ackers = cfg.acker_tasks(t.config)
+    ackers = Settings.from_config(t.config).acker_tasks
     total = sum(c.parallelism for c in t.components) + ackers
     assert tasks.tasks == tuple(range(1, total + 1))
     blocks = [tasks.tasks_of(cid) for cid in sorted(tasks.component_tasks)]
@@ -367,217 +366,3 @@ def test_random_topologies_have_consistent_tasks_and_contexts(t):
                 by_component[c.id]["source->stream->fields"][inp.source]
                 == by_component[inp.source]["stream->outputfields"]
             )
-
-
-# ================================================================================================
-# host.topology.settings
-# ================================================================================================
-
-
-def test_defaults():
-    assert cfg.DEFAULTS == {
-        "topology.message.timeout.secs": 30,
-        "topology.shellbolt.max.pending": 100,
-        "supervisor.worker.timeout.secs": 30,
-        "topology.debug": False,
-        "topology.enable.message.timeouts": True,
-        "host.handshake.timeout.secs": 30,
-        "host.restart.backoff.initial.secs": 0.5,
-        "host.restart.backoff.max.secs": 30,
-        "host.restart.max": 10,
-        "host.restart.window.secs": 60,
-        "host.shutdown.grace.secs": 5,
-        "host.spout.idle.max.sleep.ms": 100,
-        "host.spout.ack.batch": 100,
-        "host.spout.next.depth": 32,
-        "host.bolt.max.in.flight": 1000,
-        "host.acker.latency.sample": 16,
-        "host.max.frame.bytes": 16 * 1024 * 1024,
-    }
-
-
-def test_accessors_on_an_empty_config():
-    empty: dict = {}
-    assert cfg.message_timeout_secs(empty) == 30
-    assert cfg.max_spout_pending(empty) is None
-    assert cfg.acker_executors(empty) is None and cfg.acking_enabled(empty)
-    assert cfg.acker_tasks(empty) == 1
-    assert cfg.shellbolt_max_pending(empty) == 100
-    assert cfg.subprocess_timeout_secs(empty) == 30
-    assert cfg.tick_tuple_freq_secs(empty) is None
-    assert cfg.debug(empty) is False and cfg.message_timeouts_enabled(empty) is True
-    assert cfg.handshake_timeout_secs(empty) == 30
-    assert (cfg.restart_backoff_initial_secs(empty), cfg.restart_backoff_max_secs(empty)) == (
-        0.5,
-        30,
-    )
-    assert (cfg.restart_max(empty), cfg.restart_window_secs(empty)) == (10, 60)
-    assert cfg.shutdown_grace_secs(empty) == 5
-    assert cfg.spout_idle_max_sleep_ms(empty) == 100
-    assert cfg.max_frame_bytes(empty) == 16 * 1024 * 1024
-
-
-def test_accessors_read_set_values():
-    conf = {
-        "topology.acker.executors": 0,
-        "topology.max.spout.pending": 7,
-        "supervisor.worker.timeout.secs": 12,
-        "topology.debug": None,
-    }
-    assert not cfg.acking_enabled(conf) and cfg.acker_tasks(conf) == 0
-    assert cfg.max_spout_pending(conf) == 7
-    assert cfg.subprocess_timeout_secs(conf) == 12  # falls back to the worker timeout
-    assert cfg.subprocess_timeout_secs({**conf, "topology.subprocess.timeout.secs": 4}) == 4
-    assert cfg.debug(conf) is False  # null = default
-
-
-def test_effective_config_applies_storms_component_whitelist():
-    b = bolt(
-        "b",
-        [shuffle("s")],
-        config={
-            "topology.max.spout.pending": 5,  # whitelisted: overrides the topology's
-            "topology.debug": True,  # whitelisted
-            "topology.bolts.window.length.count": 10,  # whitelisted by prefix
-            "topology.message.timeout.secs": 1,  # known, not whitelisted: dropped
-            "topology.subprocess.timeout.secs": 1,  # topology-wide: dropped
-            "topology.shellbolt.max.pending": 1,  # topology-wide: dropped
-            "topology.workers": 4,  # known Storm key: dropped
-            "supervisor.worker.timeout.secs": 1,  # cluster key: dropped
-            "host.restart.max": 1,  # our keys are topology-wide
-            "my.custom": [1, 2],  # custom keys pass
-            "topology.myapp.key": "x",  # custom even under topology.
-        },
-    )
-    t = Topology(
-        "t",
-        (spout("s"), b),
-        config={"topology.max.spout.pending": 100, "topology.shellbolt.max.pending": 50},
-    )
-    conf = cfg.effective_config(t, "b")
-    assert conf["topology.max.spout.pending"] == 5
-    assert conf["topology.debug"] is True
-    assert conf["topology.bolts.window.length.count"] == 10
-    assert conf["topology.message.timeout.secs"] == 30
-    assert "topology.subprocess.timeout.secs" not in conf
-    assert conf["topology.shellbolt.max.pending"] == 50
-    assert "topology.workers" not in conf
-    assert conf["supervisor.worker.timeout.secs"] == 30
-    assert conf["host.restart.max"] == 10
-    assert conf["my.custom"] == [1, 2] and conf["topology.myapp.key"] == "x"
-    assert cfg.component_overrides(b) == {
-        "topology.max.spout.pending": 5,
-        "topology.debug": True,
-        "topology.bolts.window.length.count": 10,
-        "my.custom": [1, 2],
-        "topology.myapp.key": "x",
-    }
-
-
-def test_effective_config_null_means_default_or_unset():
-    t = Topology(
-        "t",
-        (spout("s"), bolt("b", [shuffle("s")], config={"topology.max.spout.pending": None})),
-        config={"topology.max.spout.pending": 9, "topology.debug": None},
-    )
-    conf = cfg.effective_config(t, "b")
-    assert "topology.max.spout.pending" not in conf
-    assert conf["topology.debug"] is False
-
-
-def test_spouts_see_the_message_timeout_as_tick_frequency_but_get_no_ticks():
-    t = Topology(
-        "t",
-        (spout("s", config={"topology.tick.tuple.freq.secs": 2}), bolt("b", [shuffle("s")])),
-        config={"topology.message.timeout.secs": 45},
-    )
-    assert cfg.effective_config(t, "s")["topology.tick.tuple.freq.secs"] == 45
-    assert cfg.tick_freq(t, "s") is None
-    assert cfg.tick_freq(t, "b") is None
-    assert "topology.tick.tuple.freq.secs" not in cfg.effective_config(t, "b")
-
-
-def test_ticks_go_to_bolts_that_configure_them():
-    t = Topology(
-        "t",
-        (
-            spout("s"),
-            bolt("b", [shuffle("s")]),
-            bolt("c", [shuffle("s")], config={"topology.tick.tuple.freq.secs": 7}),
-        ),
-        config={"topology.tick.tuple.freq.secs": 3},
-    )
-    assert cfg.tick_freq(t, t.component("b")) == 3  # topology-wide setting
-    assert cfg.tick_freq(t, "c") == 7  # the bolt's own wins
-    assert cfg.tick_freq(t, "s") is None
-
-
-def test_check_config_strictness():
-    conf = {"topology.subprocess.timeout.secs": 3}
-    cfg.check_config(conf)  # fine at topology level
-    cfg.check_config(conf, component="b", strict=False)  # Flux: Storm drops it silently
-    with pytest.raises(TopologyError, match="topology-wide") as info:
-        cfg.check_config(conf, file="f.yaml", component="b")
-    assert (info.value.file, info.value.component, info.value.key) == (
-        "f.yaml",
-        "b",
-        "topology.subprocess.timeout.secs",
-    )
-
-
-@pytest.mark.parametrize("key", sorted(cfg.KEYS))
-def test_every_known_key_rejects_a_wrong_type(key):
-    with pytest.raises(TopologyError) as info:
-        cfg.check_config({key: "not a number or bool"})
-    assert info.value.key == key
-
-
-# ---- -c KEY=VALUE -------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "text, expected",
-    [
-        ("topology.max.spout.pending=10", ("topology.max.spout.pending", 10)),
-        ("host.restart.backoff.initial.secs=0.25", ("host.restart.backoff.initial.secs", 0.25)),
-        ("topology.debug=true", ("topology.debug", True)),
-        ("topology.debug=False", ("topology.debug", False)),
-        ("topology.max.spout.pending=null", ("topology.max.spout.pending", None)),
-        ("topology.max.spout.pending=", ("topology.max.spout.pending", None)),
-        ("app.name=word count", ("app.name", "word count")),
-        ("app.quoted='10'", ("app.quoted", "10")),
-        ("app.url=http://host:8080/x", ("app.url", "http://host:8080/x")),
-        ("app.expr=a=b", ("app.expr", "a=b")),
-        ("app.list=[1, 2]", ("app.list", "[1, 2]")),  # not a scalar: kept as text
-        ("app.map=a: b", ("app.map", "a: b")),
-        ("app.date=2024-01-01", ("app.date", "2024-01-01")),  # a date is not JSON: kept as text
-        ("app.bad=[unclosed", ("app.bad", "[unclosed")),
-        ("app.nan=.nan", ("app.nan", ".nan")),
-        (" spaced = 3", ("spaced", 3)),
-    ],
-)
-def test_parse_override(text, expected):
-    assert cfg.parse_override(text) == expected
-
-
-@pytest.mark.parametrize("text", ["no-equals", "=5", "  =5"])
-def test_parse_override_errors(text):
-    with pytest.raises(TopologyError, match="expected KEY=VALUE"):
-        cfg.parse_override(text)
-
-
-def test_parse_overrides_later_wins():
-    assert cfg.parse_overrides(["a=1", "b=x", "a=2"]) == {"a": 2, "b": "x"}
-
-
-def test_with_overrides_merges_and_checks():
-    t = wordcount({"topology.max.spout.pending": 100})
-    merged = cfg.with_overrides(t, {"topology.max.spout.pending": 5, "app.x": "y"})
-    assert merged.config == {"topology.max.spout.pending": 5, "app.x": "y"}
-    assert t.config == {"topology.max.spout.pending": 100}
-    assert cfg.with_overrides(t, {}) is t
-    with pytest.raises(TopologyError, match=r"positive integer, got 'x' \(from -c\)") as info:
-        cfg.with_overrides(t, cfg.parse_overrides(["topology.max.spout.pending=x"]))
-    assert info.value.key == "topology.max.spout.pending"
-    with pytest.raises(TopologyError, match="must be >= host.restart.backoff.initial.secs"):
-        cfg.with_overrides(t, {"host.restart.backoff.initial.secs": 60})

@@ -15,18 +15,16 @@ from click.testing import CliRunner
 
 from host.cli import main
 from host.errors import TopologyError
+from host.topology import load
 from host.topology.export import export_flux
-from host.topology.flux import (
-    BOLT,
+from host.topology.flux_document import (
     COMPONENT_KEYS,
     CONFIG_METHOD_KEYS,
     GROUPING_KEYS,
-    SPOUT,
     STREAM_KEYS,
     TOPOLOGY_KEYS,
 )
-from host.topology.loader import load
-from host.topology.model import Topology
+from host.topology.model import BOLT, SPOUT, Topology
 
 FLUX = Path(__file__).parent / "flux"
 

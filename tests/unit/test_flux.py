@@ -1,5 +1,5 @@
-"""host.topology.flux: Flux YAML -> the frozen Topology (spec/flux-shell.md), and the errors for what Flux
-or this host refuses. Fixture files are in tests/unit/flux/."""
+"""host.topology.flux: Flux YAML -> the frozen Topology (the subset of docs/flux.md), and the errors for
+what Flux or this host refuses. Fixture files are in tests/unit/flux/."""
 
 from __future__ import annotations
 
@@ -14,16 +14,10 @@ from click.testing import CliRunner
 from host.cli import main
 from host.errors import TopologyError
 from host.runtime.context import grouping_json
-from host.topology.flux import (
-    BUILTINS,
-    LOG_INFO_BOLT,
-    TEST_WORD_COUNTER,
-    TEST_WORD_SPOUT,
-    load_flux,
-    substitute_env,
-)
-from host.topology.loader import load
-from host.topology import settings as cfg
+from host.topology import load
+from host.topology.flux import load_flux
+from host.topology.flux_env import substitute_env
+from host.topology.flux_java import BUILTINS, LOG_INFO_BOLT, TEST_WORD_COUNTER, TEST_WORD_SPOUT
 from host.topology.model import (
     ALL,
     BOLT,
@@ -38,6 +32,7 @@ from host.topology.model import (
     Grouping,
     Input,
 )
+from host.topology.settings import component_settings, effective_config, tick_freq
 
 FLUX = Path(__file__).parent / "flux"
 SPOUT_CLASS = "org.apache.storm.flux.wrappers.spouts.FluxShellSpout"
@@ -186,11 +181,14 @@ def test_every_config_method_constructor_and_property(monkeypatch, tmp_path):
     assert prop.parallelism == 3
     assert prop.inputs == (Input("one-arg", "lengths", Grouping(SHUFFLE)),)
     # Storm drops topology-wide keys from component config; the topology's own keys reach all
-    conf = cfg.effective_config(t, split)
+    conf = effective_config(t, split)
     assert "topology.subprocess.timeout.secs" not in conf
     assert conf["publisher.data_paths"] == ["actions", "clicks"]
     assert conf["my.custom.key"] == "from-topology" and conf["topology.message.timeout.secs"] == 45
-    assert cfg.tick_freq(t, split) == 20
+    assert tick_freq(t, split) == 20
+    split_settings = component_settings(t, split)
+    assert split_settings.tick_tuple_freq_secs == 20
+    assert split_settings.message_timeout_secs == 45
 
 
 @pytest.mark.parametrize(

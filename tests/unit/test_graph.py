@@ -9,9 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from host.cli import main
+from host.topology import TopologyBuilder, graph, load
 from host.topology.graph import GraphError, edge_label, quote, render, to_dot
-from host.topology import graph
-from host.topology.loader import TopologyBuilder, load
 from host.topology.model import Grouping, Input
 
 FLUX = Path(__file__).parent / "flux"

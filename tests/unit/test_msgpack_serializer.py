@@ -1,4 +1,4 @@
-"""The msgpack serializer (spec §11): reading components, writing host frames, the limits."""
+"""The msgpack serializer (docs/protocol.md §11): reading components, writing host frames, the limits."""
 
 from __future__ import annotations
 
@@ -198,7 +198,7 @@ def test_integer_tuple_ids_become_strings_as_pyleus_does():
 
 
 def test_spout_message_ids_are_kept_as_emitted():
-    # so that `ack` / `fail` echo the value the spout emitted (spec §16.5)
+    # so that `ack` / `fail` echo the value the spout emitted (docs/protocol.md §16.5)
     [emit] = decoder().feed(msgpack.packb({"command": "emit", "tuple": ["s"], "id": 7}))
     assert emit.id == 7
 

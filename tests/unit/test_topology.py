@@ -13,15 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from host.errors import TopologyError
-from host.topology.loader import (
-    TopologyBuilder,
-    find_executable,
-    from_document,
-    host_bin_dir,
-    is_flux,
-    load,
-    validate,
-)
+from host.topology import TopologyBuilder, load, validate
+from host.topology.commands import find_executable, host_bin_dir
+from host.topology.files import is_flux
 from host.topology.model import (
     ALL,
     BOLT,
@@ -38,6 +32,7 @@ from host.topology.model import (
     Input,
     Topology,
 )
+from host.topology.native import from_document
 
 FIXTURES = Path(__file__).parent / "topologies"
 
@@ -1104,3 +1099,45 @@ def test_random_valid_topologies_load_the_same_from_yaml_and_the_builder(doc):
     )
     assert from_yaml == build_with_builder(doc)
     assert len(from_yaml.spouts) == len(doc["spouts"])
+
+
+# ---- the modules of host/topology/ --------------------------------------------------------------
+
+LOADER_MODULES = {"files", "native", "builder", "python_file", "yaml_text", "export", "graph"}
+
+
+def topology_imports() -> dict[str, set[str]]:
+    """host/topology/ module -> the host/topology/ modules it imports (at any level)."""
+    import ast
+
+    package = Path(__file__).parents[2] / "host" / "topology"
+    modules = {p.stem for p in package.glob("*.py")} - {"__init__"}
+    graph = {}
+    for name in modules:
+        tree = ast.parse((package / f"{name}.py").read_text())
+        graph[name] = {
+            node.module.split(".")[2]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.module.startswith("host.topology.")
+        }
+    return graph
+
+
+def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for module in graph[todo.pop()] - seen:
+            seen.add(module)
+            todo.append(module)
+    return seen
+
+
+def test_topology_modules_import_no_cycle_and_the_model_no_loader():
+    graph = topology_imports()
+    assert {m for m in graph if m in reachable(graph, m)} == set()
+    loaders = LOADER_MODULES | {m for m in graph if m.startswith("flux")}
+    for module in ("model", "settings", "config_check", "validation", "commands"):
+        assert reachable(graph, module) & loaders == set(), module

@@ -1,9 +1,10 @@
-"""Golden transcripts recorded with real multilang libraries (storm.py, storm.js, pystorm).
+"""Golden transcripts recorded with real multilang libraries (storm.py, storm.js, pystorm), kept in
+tests/transcripts/ (its README says what each one shows).
 
 Both sides are checked: every line a component wrote (`<-`) decodes with ComponentDecoder and every
 line the host wrote (`->`) with HostDecoder; then our own Python client, in a bolt and a spout that
 behave like the recorded components, is driven with the recorded host messages and must answer
-the way the transcript does, except where our spec says otherwise: our client sends
+the way the transcript does, except where docs/protocol.md says otherwise: our client sends
 `need_task_ids: false` (so it gets no task-id replies unless it asks), acks tick tuples after
 `process_tick`, and always answers a spout command with `sync`.
 """
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from host.testing import ComponentPeer
 from multilang.codec import ComponentDecoder, HostDecoder, encode, to_wire
 from multilang.messages import (
     Emit,
@@ -29,10 +31,9 @@ from multilang.messages import (
     TupleMessage,
     UnknownCommand,
 )
-from tests.support.peer import ComponentPeer
 
 REPO = Path(__file__).resolve().parents[2]
-TRANSCRIPTS = Path(__file__).resolve().parents[3] / "shared" / "spec" / "transcripts"
+TRANSCRIPTS = REPO / "tests" / "transcripts"
 COMPONENTS = REPO / "tests" / "integration" / "components" / "python"
 FILES = sorted(TRANSCRIPTS.glob("*.txt"))
 

@@ -1,15 +1,16 @@
-"""host.observe.view: the sparkline, the rates, the component table, log lines and failure blocks, and
-the live / plain / quiet modes, rendered to strings (rich Console with record=True or StringIO)."""
+"""host.observe.render and host.observe.view: the sparkline, the rates, the component table, log
+lines and failure blocks, and the live / plain / quiet modes, rendered to strings (rich Console
+with record=True or StringIO), from made-up snapshots that fit host.observe.snapshot's schema."""
 
 from __future__ import annotations
 
 import io
+from typing import Any
 
 from rich.console import Console
 
-from host.observe.view import (
+from host.observe.render import (
     BARS,
-    LiveView,
     Rates,
     component_table,
     failure_lines,
@@ -19,19 +20,47 @@ from host.observe.view import (
     plain_line,
     sparkline,
 )
+from host.observe.snapshot import Snapshot
+from host.observe.view import LiveView
+from tests.support.typed_dict_check import typed_dict_problems
+
+
+def task(task_id: int, state: str = "running", **counts: Any) -> dict[str, Any]:
+    """One `tasks_detail` entry."""
+    detail = {
+        "task": task_id,
+        "pid": 4000 + task_id if state == "running" else None,
+        "state": state,
+        "emitted": 0,
+        "executed": 0,
+        "acked": 0,
+        "failed": 0,
+        "in_flight": 0,
+        "queued": 0,
+        "restarts": 0,
+        "errors": 0,
+        "last_error": None,
+        "last_error_at": None,
+        "capacity": 0.0,
+        "cpu_percent": None,
+        "rss_bytes": None,
+    }
+    detail.update(counts)
+    return detail
 
 
 def snapshot(
     uptime: float = 10.0,
     acked: int = 1000,
     *,
-    new_keys: bool = True,
+    acked_per_s: float = 100.0,
+    measured: bool = True,
     restarts: int = 0,
     failures: list | None = None,
     logs: list | None = None,
-) -> dict:
-    """A snapshot as Supervisor.snapshot() makes it; `new_keys=False` leaves out the keys that
-    older versions lack (process latency, capacity, CPU, memory, logs, failures)."""
+) -> Any:
+    """A snapshot as the supervisor makes it. `measured=False`: as before anything was measured
+    (no process latency sample, CPU and memory unknown, capacity 0)."""
     components = {
         "sentences": {
             "tasks": 1,
@@ -45,6 +74,9 @@ def snapshot(
             "in_flight": 0,
             "queued": 0,
             "states": ["running"],
+            "cpu_percent": None,
+            "rss_bytes": None,
+            "tasks_detail": [task(1, emitted=acked + 10, acked=acked)],
         },
         "count": {
             "tasks": 2,
@@ -58,11 +90,18 @@ def snapshot(
             "in_flight": 12,
             "queued": 3,
             "states": ["backoff", "running"] if restarts else ["running"],
+            "capacity": 0.0,
+            "cpu_percent": None,
+            "rss_bytes": None,
+            "tasks_detail": [
+                task(2, "backoff" if restarts else "running", restarts=restarts, errors=restarts),
+                task(3, in_flight=12, queued=3),
+            ],
         },
     }
     if restarts:
-        components["count"]["last_error"] = "exited\nwith more detail"
-    if new_keys:
+        components["count"].update(last_error="exited\nwith more detail", last_error_at=1.7e9)
+    if measured:
         components["sentences"].update(cpu_percent=2.0, rss_bytes=14 << 20)
         components["count"].update(
             process_latency_ms={"p50": 4.5, "p99": 30.25},
@@ -78,13 +117,16 @@ def snapshot(
             "spout_tuples_failed": 0,
             "spout_tuples_timed_out": 0,
             "spout_tuples_pending": 40,
+            "acked_per_s": acked_per_s,
+            "failed_per_s": 0.0,
+            "timed_out_per_s": 0.0,
             "complete_latency_ms": {"p50": 23.5, "p99": 210.0, "mean": 30.0},
         },
         "components": components,
+        "recent_logs": logs if logs is not None else [],
+        "failures": failures if failures is not None else [],
     }
-    if new_keys:
-        snap["recent_logs"] = logs if logs is not None else []
-        snap["failures"] = failures if failures is not None else []
+    assert typed_dict_problems(snap, Snapshot, extra_keys=False) == []
     return snap
 
 
@@ -122,13 +164,9 @@ def test_sparkline_scales_to_the_maximum_and_grows_to_the_right():
 def test_rates_keep_one_point_per_second_from_the_snapshots_own_clock():
     rates = Rates()
     for i in range(9):  # every 0.5 s, 100 more acked each time: 200/s
-        rates.update(snapshot(uptime=i * 0.5, acked=100 * i, new_keys=False))
-    assert rates.acked_per_s == 200.0
+        rates.update(snapshot(uptime=i * 0.5, acked=100 * i, acked_per_s=190.0))
     assert list(rates.history) == [200.0] * 4
-    snap = snapshot(uptime=5.0, acked=1000)
-    snap["topology"]["acked_per_s"] = 321.5  # the supervisor's own figure wins when present
-    rates.update(snap)
-    assert rates.acked_per_s == 321.5
+    assert rates.acked_per_s == 190.0  # the supervisor's own figure, as the web UI shows it
 
 
 def test_rates_history_is_bounded():
@@ -164,10 +202,10 @@ def test_table_shows_every_component_and_the_new_columns_when_present():
     assert BARS[-1] in text  # the sparkline
 
 
-def test_table_of_an_older_snapshot_has_no_empty_new_columns():
-    text = render(component_table(snapshot(new_keys=False)))
-    assert "sentences" in text and "count" in text
-    for absent in ("p50/p99", "capacity", "cpu %", "last error"):
+def test_table_leaves_out_the_columns_nothing_has_a_value_for():
+    text = render(component_table(snapshot(measured=False)))
+    assert "sentences" in text and "count" in text and "capacity" in text
+    for absent in ("p50/p99", "cpu %", "last error"):
         assert absent not in text
 
 
@@ -213,7 +251,13 @@ def test_log_lines_show_the_last_few_one_line_each():
         for i in range(20)
     ]
     logs.append(
-        {"time": "12:00:00", "component": "count", "task": 2, "level": "ERROR", "message": "boom"}
+        {
+            "time": 1_700_000_030.0,
+            "component": "count",
+            "task": 2,
+            "level": "ERROR",
+            "message": "boom",
+        }
     )
     text = log_lines(snapshot(logs=logs), count=3).plain
     lines = text.splitlines()
@@ -221,7 +265,6 @@ def test_log_lines_show_the_last_few_one_line_each():
     assert "report[4]" in lines[0] and "line 18 second part" in lines[0]
     assert "count[2]" in lines[2] and "ERROR" in lines[2] and "boom" in lines[2]
     assert log_lines(snapshot(logs=[])) is None
-    assert log_lines(snapshot(new_keys=False)) is None
 
 
 def test_failure_block_names_component_task_pid_exit_stderr_and_last_messages():
@@ -299,10 +342,11 @@ def test_quiet_shows_nothing():
     assert out.getvalue() == err.getvalue() == console.file.getvalue() == ""
 
 
-def test_plain_line_of_an_older_snapshot():
-    line = plain_line(snapshot(new_keys=False), Rates())
+def test_plain_line_before_anything_is_measured():
+    line = plain_line(snapshot(measured=False), Rates())
     assert line.startswith("[10s] acked=1000") and "count: emitted=5000" in line
-    assert "capacity" not in line
+    assert "sentences: emitted=1010 acked=1000 failed=0 in_flight=0 restarts=0 |" in line
+    assert line.endswith("capacity=0.00 restarts=0")  # a bolt's; no errors, so no errors=
 
 
 def test_summary_in_plain_mode():

@@ -15,8 +15,10 @@ from pathlib import Path
 import psutil
 import pytest
 
+from host.observe.snapshot import Snapshot
 from host.observe.web.server import DEFAULT_PORT, HOST, WebUI
-from host.topology.loader import TopologyBuilder
+from host.topology import TopologyBuilder
+from tests.support.typed_dict_check import typed_dict_problems
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -59,25 +61,57 @@ def get(ui: WebUI, path: str, headers: dict | None = None):
 
 
 def snap(acked: int) -> dict:
-    return {
+    """A snapshot that fits host.observe.snapshot's schema; a log line the page must escape."""
+    data = {
         "topology": {
             "name": "demo",
             "uptime_s": 1.0,
             "spout_tuples_acked": acked,
             "spout_tuples_failed": 0,
             "spout_tuples_timed_out": 0,
+            "spout_tuples_pending": 0,
+            "acked_per_s": float(acked),
+            "failed_per_s": 0.0,
+            "timed_out_per_s": 0.0,
             "complete_latency_ms": {"p50": 1.0, "p99": 2.0, "mean": 1.2},
         },
         "components": {
             "split": {
-                "tasks": 3,
+                "tasks": 1,
                 "emitted": 5,
+                "transferred": 5,
                 "executed": 4,
                 "acked": 4,
                 "failed": 0,
                 "restarts": 0,
                 "errors": 0,
                 "metrics": {"hits": 3},
+                "in_flight": 0,
+                "queued": 0,
+                "states": ["running"],
+                "capacity": 0.25,
+                "cpu_percent": 1.5,
+                "rss_bytes": 12 << 20,
+                "tasks_detail": [
+                    {
+                        "task": 2,
+                        "pid": 4242,
+                        "state": "running",
+                        "emitted": 5,
+                        "executed": 4,
+                        "acked": 4,
+                        "failed": 0,
+                        "in_flight": 0,
+                        "queued": 0,
+                        "restarts": 0,
+                        "errors": 0,
+                        "last_error": None,
+                        "last_error_at": None,
+                        "capacity": 0.25,
+                        "cpu_percent": 1.5,
+                        "rss_bytes": 12 << 20,
+                    }
+                ],
             }
         },
         "recent_logs": [
@@ -91,6 +125,8 @@ def snap(acked: int) -> dict:
         ],
         "failures": [],
     }
+    assert typed_dict_problems(data, Snapshot, extra_keys=False) == []
+    return data
 
 
 def test_listens_on_127_0_0_1_only(ui):

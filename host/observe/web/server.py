@@ -7,7 +7,7 @@ into JSON only when a browser asks (once per snapshot, however many browsers ask
 
     GET /                 the page (static/index.html, app.js, style.css: no build step, no CDN)
     GET /api/topology     components, streams, groupings, parallelism, config (fixed for the run)
-    GET /api/snapshot     the latest `Supervisor.snapshot()`
+    GET /api/snapshot     the latest snapshot (`host.observe.snapshot.Snapshot`)
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from importlib import resources
 from typing import Any
 from urllib.parse import urlsplit
 
-from host.topology.flux import builtin_for_command
+from host.observe.snapshot import Snapshot
+from host.topology.flux_java import builtin_for_command
 from host.topology.graph import edge_label
 from host.topology.model import Topology
 
@@ -115,8 +116,8 @@ class WebUI:
             raise ValueError(f"the web UI only listens on {HOST}")
         self._files = {path: (_static(name), ctype) for path, (name, ctype) in STATIC_FILES.items()}
         self._topology = to_json(topology_json(topology))
-        self._snapshot: dict | None = None  # replaced by publish(), never changed in place
-        self._encoded: tuple[dict | None, bytes] = (None, b"")
+        self._snapshot: Snapshot | None = None  # replaced by publish(), never changed in place
+        self._encoded: tuple[Snapshot | None, bytes] = (None, b"")
         self._thread: threading.Thread | None = None
         self.httpd = _Server((host, port), _Handler)
         self.httpd.ui = self
@@ -138,7 +139,7 @@ class WebUI:
         )
         self._thread.start()
 
-    def publish(self, snapshot: dict) -> None:
+    def publish(self, snapshot: Snapshot) -> None:
         """Called by the event loop with each new snapshot; costs one assignment."""
         self._snapshot = snapshot
 

@@ -7,8 +7,9 @@
  *     async process(tuple, emit) { emit([tuple.values[0], 1]); },  // resolve = ack, throw = fail
  *   }).run();
  *
- * The library owns the protocol (spec/multilang-protocol.md): the handshake and pid file,
- * heartbeats, tick routing, acks for BasicBolt, the task-id replies and spout `sync`s.
+ * The library owns the protocol (docs/protocol.md): the handshake and pid file, heartbeats,
+ * tick routing, acks for BasicBolt, the task-id replies and spout `sync`s. The types of the API
+ * are declared in index.d.ts (for TypeScript, and editors' checks of plain JS).
  *
  * Hooks are plain methods, given in a spec object or defined in a subclass; inside them `this` is
  * the component, so `this.log`, `this.emit`, `this.conf`, `this.context` and any state you put in
@@ -34,7 +35,7 @@ const EXIT_GRACE_MS = 2000; // longest wait for stdout to drain before exiting a
 const TURN_MS = 50;
 const INTERNAL = ['conf', 'context', '_ml', '_pending', '_answer']; // instance fields we set
 
-/** Log levels of the `log` command (spec §7). */
+/** Log levels of the `log` command (docs/protocol.md, "Logging"). */
 const LEVELS = Object.freeze({ trace: 0, debug: 1, info: 2, warn: 3, error: 4 });
 
 /** An input tuple of a bolt. `values` is the array the source emitted. */

@@ -21,6 +21,7 @@ on_init() {
     fail_cut=$(awk -v s="${MULTILANG_CONF[chaos.fail.share]:-0}" 'BEGIN { printf "%d", s * 32768 }')
     RANDOM=$$
     if [[ ${MULTILANG_CONF[chaos.grandchild]:-false} == true ]]; then
+        # shellcheck disable=SC2217  # stdin is closed on purpose: the child must not hold the protocol pipe
         sleep 600 </dev/null >/dev/null 2>&1 {_ML_OUT}>&- &  # not holding the protocol pipe
     fi
 }
@@ -70,6 +71,7 @@ process() {
         return 1  # failed, with an error naming this function and the status
     fi
     if [[ $sink != true ]]; then
+        # shellcheck disable=SC2086  # splitting $1 into words is the point (globbing is off)
         emit_each $1
     fi
     ack

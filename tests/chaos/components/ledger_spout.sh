@@ -7,11 +7,11 @@ source "$MULTILANG_SH"
 
 on_init() {
     local n=${MULTILANG_CONF[test.messages]} ledger_file=${MULTILANG_CONF[test.ledger]}
-    local -A done=()
+    local -A acked=()
     local kind id i
     if [[ -f $ledger_file ]]; then
         while read -r kind id; do
-            [[ $kind == ack ]] && done[$id]=1
+            [[ $kind == ack ]] && acked[$id]=1
         done <"$ledger_file"
     fi
     todo=()
@@ -19,7 +19,7 @@ on_init() {
     # is O(n), and ${#todo[@]} counts elements, not the next index, once some are unset)
     head=0 tail=0
     for ((i = 0; i < n; i++)); do
-        [[ -n ${done[$i]-} ]] || todo[tail++]=$i
+        [[ -n ${acked[$i]-} ]] || todo[tail++]=$i
     done
     per_next=${MULTILANG_CONF[test.per.next]:-1}
     exec {ledger}>>"$ledger_file"

@@ -9,14 +9,8 @@ held=()
 hold() {
     case $1 in
         keep) held+=("$MULTILANG_TUPLE_ID"); emit "kept" ;;
-        ack-held) local id; for id in "${held[@]}"; do ack "$id"; done; # Scripts often have their own `error`; the library must keep reporting through its own.
-error() { echo "component's own error: $*" >&2; }
-
-held=(); ack ;;
-        fail-held) local id; for id in "${held[@]}"; do fail "$id"; done; # Scripts often have their own `error`; the library must keep reporting through its own.
-error() { echo "component's own error: $*" >&2; }
-
-held=(); fail ;;
+        ack-held) local id; for id in "${held[@]}"; do ack "$id"; done; held=(); ack ;;
+        fail-held) local id; for id in "${held[@]}"; do fail "$id"; done; held=(); fail ;;
         fail-now) fail; return 4 ;;
         bad) return 5 ;;
     esac

@@ -1,6 +1,6 @@
 """A spout that writes before its pid reply, as a storm.js component that logs in `initialize`
-does (storm.js sends the pid only after `initialize` calls `done()`, spec §3.4): a `log` and an
-unreliable `emit` come first, then `{"pid": ...}`. Afterwards a plain spout emitting
+does (storm.js sends the pid only after `initialize` calls `done()`, docs/protocol.md §3.4): a
+`log` and an unreliable `emit` come first, then `{"pid": ...}`. Afterwards a plain spout emitting
 `test.messages` tuples with integer ids and recording acks in the `test.ledger` file.
 
 Raw protocol, no client library (ours sends the pid first, as it should).

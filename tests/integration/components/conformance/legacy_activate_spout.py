@@ -1,6 +1,7 @@
-"""A stand-in for a spout on the storm.js copy shipped with Storm <= 1.1.1 (spec §5.1): it ignores
-`activate` and `deactivate` without ever answering `sync`, so a host that sends them waits forever.
-Otherwise a plain spout: emits `test.messages` tuples with integer ids, one per `next`.
+"""A stand-in for a spout on the storm.js copy shipped with Storm <= 1.1.1 (docs/protocol.md
+§5.1): it ignores `activate` and `deactivate` without ever answering `sync`, so a host that sends
+them waits forever. Otherwise a plain spout: emits `test.messages` tuples with integer ids, one per
+`next`.
 
 Raw protocol, no client library (ours always answers). Appends every command it receives to the
 file named by argv[1], and `ack <id>` lines for acked ids to the `test.ledger` file.

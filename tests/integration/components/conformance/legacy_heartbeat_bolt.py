@@ -1,6 +1,7 @@
-"""A stand-in for a bolt on storm.py <= 0.9.2 (spec §4.7): it knows nothing of heartbeats, so a
-heartbeat tuple is data to it, and like that library's BasicBolt it acks every tuple it gets,
-heartbeat ids included, which Storm (and our host) treats as a fatal protocol error.
+"""A stand-in for a bolt on storm.py <= 0.9.2 (docs/protocol.md §4.7): it knows nothing of
+heartbeats, so a heartbeat tuple is data to it, and like that library's BasicBolt it acks every
+tuple it gets, heartbeat ids included, which Storm (and our host) treats as a fatal protocol
+error.
 
 Raw protocol, no client library. Appends the stream of every tuple it gets to the file named by
 argv[1].

@@ -43,7 +43,7 @@ class MisuseBolt(Bolt):
         self.emit(["x", "y"], anchors=[tup])
 
     def numeric_ack_id(self, tup):
-        # Storm's ids are strings; a number never matches (spec §4.3)
+        # Storm's ids are strings; a number never matches (docs/protocol.md §4.3)
         os.write(1, b'{"command": "ack", "id": %d}\nend\n' % int(tup.id))
 
 

@@ -99,8 +99,8 @@ class SteppedRun:
                 )
 
     def spout_pid(self) -> int:
-        task = next(t for t in self.sup.spouts if t.cid == self.spout)
-        return task.proc.pid
+        [pid] = [pid for name, pid in self.sup.pids().items() if name.startswith(f"{self.spout}[")]
+        return pid
 
     def kill_spout(self) -> int:
         """SIGKILL the spout process (only it: its JVM notices and goes by itself); returns

@@ -1,0 +1,143 @@
+"""The stats snapshot: one run's figures as one JSON object, and the types that describe it.
+
+The supervisor builds a snapshot on every report (twice a second) and at the end of the run.
+The same object is drawn by the live view (`host.observe.view`), served to the web UI's page as
+`/api/snapshot` (`host.observe.web.server`; `static/app.js` reads the same keys), written as the
+`--stats-json` file by `python -m host local` (`host.cli`), and returned to tests as
+`TopologyResult.snapshot` (`host.testing`).
+
+What is promised to users of the stats file is docs/contracts.md ("Stats file"): a subset of
+these keys, counts exact, and further keys may be added, so readers ignore keys they do not know.
+The types below describe every key the host writes today, for the code that reads them:
+- counts (tuples emitted, executed, acked, failed, timed out, restarts, errors) are exact, never
+  sampled; latencies are percentiles of sampled histograms, in milliseconds, within about 6 %
+  (`host.observe.metrics.LatencyHistogram`); rates are per second since the previous snapshot;
+  `cpu_percent` and `rss_bytes` are measured by psutil, None when not (yet) known;
+- a key typed as required is always present; a `NotRequired` one only when it means something
+  (a bolt's capacity, a component's last error, ...).
+
+These are TypedDicts, so mypy checks the key names that the view, the web server and the CLI
+read. (No `from __future__ import annotations` here: Python 3.11's TypedDict counts a key
+annotated `NotRequired[...]` as required when the annotation is a string.)
+"""
+
+from typing import Any, NotRequired, TypedDict
+
+
+class CompleteLatency(TypedDict):
+    """Milliseconds from a spout tuple's emit to its tree being fully acked (spout tuples with
+    a message id; None until one completes)."""
+
+    p50: float | None
+    p99: float | None
+    mean: float | None
+
+
+class ProcessLatency(TypedDict):
+    """Milliseconds from a tuple written to a bolt task to its ack or fail (1 tuple in 8)."""
+
+    p50: float | None
+    p99: float | None
+
+
+class TopologyStats(TypedDict):
+    """The `topology` section: the run as a whole."""
+
+    name: str
+    uptime_s: float  # seconds on the run's clock since the start
+    spout_tuples_acked: int  # spout tuples (with a message id) whose tree was fully acked
+    spout_tuples_failed: int  # failed, timed out or lost with their spout task
+    spout_tuples_timed_out: int  # of the failed: failed by topology.message.timeout.secs
+    spout_tuples_pending: int  # tuple trees the acker holds now
+    acked_per_s: float
+    failed_per_s: float
+    timed_out_per_s: float
+    complete_latency_ms: CompleteLatency
+
+
+class ComponentCounters(TypedDict):
+    """A component's counters, summed over its tasks (`ComponentStats.as_json`)."""
+
+    tasks: int  # parallelism
+    emitted: int  # emit calls that were routed
+    transferred: int  # tuple copies delivered to bolt tasks
+    executed: int  # input tuples the bolt acked or failed
+    acked: int  # bolts: acks sent; spouts: spout tuples fully acked
+    failed: int  # bolts: fails sent; spouts: spout tuples failed or timed out
+    restarts: int
+    errors: int  # faults and `error` commands
+    process_latency_ms: NotRequired[ProcessLatency]  # bolts, once a sample exists
+    last_error: NotRequired[str]  # once it had an error: the newest of its tasks'
+    last_error_at: NotRequired[float]  # wall-clock time (epoch seconds) of last_error
+    metrics: NotRequired[dict[str, Any]]  # custom metrics (the `metrics` command), if any
+
+
+class TaskSnapshot(TypedDict):
+    """One task of a component (an element of `tasks_detail`)."""
+
+    task: int  # the task id, as in the handshake context
+    pid: int | None  # None while not running
+    state: str  # a `host.runtime.process.State` value: "starting", "running", "backoff", ...
+    emitted: int
+    executed: int
+    acked: int
+    failed: int
+    in_flight: int  # bolts: tuples written to it and not yet acked or failed
+    queued: int  # bolts: tuples waiting for room among those in flight
+    restarts: int
+    errors: int
+    last_error: str | None
+    last_error_at: float | None  # wall-clock time (epoch seconds)
+    capacity: float  # share of the time with tuples in flight, 0..1 (bolts; 0.0 for spouts)
+    cpu_percent: float | None
+    rss_bytes: int | None
+
+
+class ComponentSnapshot(ComponentCounters):
+    """An element of `components`: the counters plus what its tasks are doing now."""
+
+    in_flight: int  # summed over the tasks
+    queued: int
+    states: list[str]  # the distinct states of its tasks, sorted
+    capacity: NotRequired[float]  # bolts: the busiest task's (as in Storm's UI)
+    cpu_percent: float | None  # summed over the tasks measured
+    rss_bytes: int | None
+    tasks_detail: list[TaskSnapshot]
+
+
+class LogEntry(TypedDict):
+    """A line a component logged (its `log` commands and its stderr), newest last."""
+
+    time: float  # wall-clock time (epoch seconds)
+    component: str
+    task: int
+    level: str  # a `logging` level name: "INFO", "WARNING", "ERROR", ...
+    message: str  # at most 500 characters, longer lines are cut
+
+
+class FailureReport(TypedDict):
+    """A task that was killed (a crash, a hang, protocol misuse), with what explains it."""
+
+    time: float  # wall-clock time (epoch seconds)
+    component: str
+    task: int
+    pid: int | None
+    reason: str
+    exit: str | None  # its exit status, as text, when known
+    stderr: list[str]  # its last stderr lines, at most 10
+    last_sent: str | None  # the start of the last thing the host wrote to it
+    last_received: str | None  # the end of what it last wrote
+
+
+class RecentActivity(TypedDict):
+    """The bounded recent history kept by `host.observe.observations.Observations`."""
+
+    recent_logs: list[LogEntry]  # at most RECENT_LOGS, oldest first
+    failures: list[FailureReport]  # at most RECENT_FAILURES, oldest first
+
+
+class Snapshot(RecentActivity):
+    """The whole snapshot: the `--stats-json` file."""
+
+    topology: TopologyStats
+    components: dict[str, ComponentSnapshot]  # by component id, in the topology's order

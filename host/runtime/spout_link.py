@@ -1,0 +1,235 @@
+"""The host's end of a spout task: the commands it is sent (`next`, `ack`, `fail`, `activate`,
+`deactivate`), their `sync`s, its emits, its pending cap and its idle back-off.
+
+Storm's `ShellSpout` writes one command and waits for its `sync`. We write `activate` and
+`deactivate` that way, but keep up to `host.spout.next.depth` exchanges in flight, an exchange
+being one `next` or one batch of up to `host.spout.ack.batch` queued `ack` / `fail` commands; their
+syncs are matched in order (docs/protocol.md §5). `topology.max.spout.pending` caps the spout
+tuples pending in the acker per task, counting what the `next`s in flight are expected to emit.
+A spout whose `next` emits nothing is asked again after a back-off (up to
+`host.spout.idle.max.sleep.ms`), so an idle topology costs next to nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from typing import Any
+
+from host.observe.metrics import ComponentStats
+from host.runtime.data_path import DataPath
+from host.runtime.link import Fault, Link
+from host.runtime.task_log import TaskLog
+from host.topology.model import Component
+from multilang.codec import EncodeError
+from multilang.messages import Emit, SpoutCommand, Sync
+from multilang.serializers import Serializer
+
+# a `next` is written ahead of the previous one's sync only while the `next`s in flight are
+# expected to emit fewer tuples than this: enough to keep a one-tuple-per-`next` spout busy, while
+# a spout that emits batches per `next` is kept one batch ahead
+AHEAD_TUPLES = 200
+
+
+class SpoutLink(Link):
+    is_spout = True
+
+    def __init__(
+        self,
+        path: DataPath,
+        component: Component,
+        task: int,
+        ser: Serializer,
+        stats: ComponentStats,
+        log: TaskLog,
+        *,
+        max_pending: int | None,
+        next_depth: int,
+        ack_batch: int,
+        idle_max_sleep: float,
+    ) -> None:
+        super().__init__(path, component, task, ser, stats, log)
+        # lock-step commands, encoded once; compared by identity in `outstanding`
+        self.next_frame = ser.encode(SpoutCommand("next", ""))
+        self.activate_frame = ser.encode(SpoutCommand("activate", ""))
+        self.deactivate_frame = ser.encode(SpoutCommand("deactivate", ""))
+        self.max_pending = max_pending  # topology.max.spout.pending
+        self.next_depth = next_depth
+        self.ack_batch = ack_batch
+        self.idle_max_sleep = idle_max_sleep
+        self.paused = False  # a downstream bolt's queue is full: no `next`
+        # commands written and not yet answered by `sync`, oldest first
+        self.outstanding: deque[bytes] = deque()
+        self.commands: deque[bytes] = deque()  # ack / fail / activate / deactivate, not yet written
+        self.nexts_out = 0  # `next`s among the outstanding
+        self.acks_out = 0  # `ack`s and `fail`s among them
+        # what its last `next` that emitted emitted: the estimate of what each `next` in flight
+        # will emit (0: none emitted yet, so none is written ahead)
+        self.emits_per_next = 0
+        self.emitted_in_exchange = 0
+        self.empty_nexts = 0  # `next`s in a row that emitted nothing (an idle spout)
+        self.idle_sleep = 0.0
+        self.next_at = 0.0  # an idle spout's next `next`, by the clock
+        self.command_at = 0.0  # when the oldest outstanding command was written
+        self.sync_reported = False  # --strict: "no sync" said once per exchange
+
+    def attach(self, stdin_fd: int) -> None:
+        super().attach(stdin_fd)
+        self.outstanding.clear()
+        self.commands.clear()
+        self.nexts_out = self.acks_out = self.emits_per_next = 0
+        self.idle_sleep = 0.0
+        self.next_at = 0.0
+
+    @property
+    def waiting(self) -> bool:
+        """It owes a `sync`."""
+        return bool(self.outstanding)
+
+    # -- what it writes --------------------------------------------------------------------------
+    def handle(self, messages: Any) -> None:
+        path = self.path
+        try:
+            for m in messages:
+                typ = type(m)
+                try:
+                    if typ is Emit:
+                        path.spout_emit(self, m)
+                        if self.outstanding:
+                            self.emitted_in_exchange += 1
+                    elif typ is Sync:
+                        self._sync()
+                    else:
+                        self.common(m, typ)
+                except Fault as fault:
+                    if not path.strict:
+                        raise
+                    self.misuse(fault)
+        finally:
+            self.await_since = path.now if self.outstanding else None
+
+    def _sync(self) -> None:
+        if not self.outstanding:
+            return  # a stray sync: nothing to end
+        now = self.path.now
+        self.command_at = now
+        self.sync_reported = False
+        done = self.outstanding.popleft()
+        if done is self.next_frame:
+            self.nexts_out -= 1
+            if self.emitted_in_exchange:
+                self.emits_per_next = self.emitted_in_exchange
+                self.idle_sleep = 0.0
+                self.empty_nexts = 0
+            else:
+                # nothing to emit: back off so that an idle spout costs next to nothing
+                self.empty_nexts += 1
+                self.idle_sleep = min(self.idle_max_sleep, max(0.001, self.idle_sleep * 2))
+                self.next_at = now + self.idle_sleep
+        elif done is not self.activate_frame and done is not self.deactivate_frame:
+            self.acks_out -= 1
+        self.emitted_in_exchange = 0  # emits from now on belong to the next outstanding command
+
+    # -- commands --------------------------------------------------------------------------------
+    def outcome(self, command: str, msg_id: Any) -> None:
+        """Queue the `ack` or `fail` of one of its tuples."""
+        if self.stdin_fd is None:
+            return  # dead: its tuples were dropped with it
+        try:
+            self.commands.append(self.ser.spout_command(command, msg_id))
+        except EncodeError:  # the id came from JSON, so this cannot happen; be loud
+            self.log.line(logging.ERROR, f"cannot encode message id {msg_id!r}")
+
+    def activate(self) -> None:
+        """The pid reply came: `activate` goes first, before any queued command."""
+        if self.component.activate and not self.path.stopping:
+            self.commands.appendleft(self.activate_frame)
+
+    def deactivate(self) -> None:
+        if self.running and self.component.activate:
+            self.commands.append(self.deactivate_frame)
+
+    def may_next(self, ignore_idle: bool = False) -> bool:
+        if self.path.stopping or self.paused:
+            return False
+        limit = self.max_pending
+        # every `next` already written will likely emit what the last one did (so that
+        # max.spout.pending 1 keeps meaning one tuple at a time): count that as pending already
+        if limit is not None and (
+            self.path.acker.pending(self.task) + self.nexts_out * self.emits_per_next >= limit
+        ):
+            return False
+        return ignore_idle or self.path.now >= self.next_at
+
+    def next_wanted_at(self) -> float | None:
+        """When an idle spout with nothing in flight is to be asked again (None: not waiting for
+        the clock)."""
+        if (
+            self.running
+            and not self.outstanding
+            and self.next_at > self.path.now
+            and self.may_next(ignore_idle=True)
+        ):
+            return self.next_at
+        return None
+
+    def pump(self) -> None:
+        """Write its next commands, if any are due (see the module's docstring)."""
+        out = self.outstanding
+        activate, deactivate = self.activate_frame, self.deactivate_frame
+        if out and (out[0] is activate or out[0] is deactivate):
+            return  # written alone: nothing else until its sync
+        commands = self.commands
+        was_idle = not out
+        wrote = False
+        if commands:
+            first = commands[0]
+            if first is activate or first is deactivate:
+                if out:
+                    return  # it waits for what is in flight, then goes alone
+                commands.popleft()
+                out.append(first)
+                self.out.append(first)
+                self._wrote_command()
+                return
+            if not self.acks_out and self.nexts_out < self.next_depth:
+                while (
+                    commands
+                    and self.acks_out < self.ack_batch
+                    and commands[0] is not activate
+                    and commands[0] is not deactivate
+                ):
+                    data = commands.popleft()
+                    out.append(data)
+                    self.out.append(data)
+                    self.acks_out += 1
+                wrote = True
+        if not commands:  # queued acks go first: they free room under max.spout.pending
+            depth = self.next_depth
+            while (
+                self.nexts_out + (1 if self.acks_out else 0) < depth
+                and (not self.nexts_out or 0 < self.nexts_out * self.emits_per_next < AHEAD_TUPLES)
+                and self.may_next()
+            ):
+                out.append(self.next_frame)
+                self.out.append(self.next_frame)
+                self.nexts_out += 1
+                wrote = True
+        if wrote and was_idle:
+            self._wrote_command()
+        elif wrote:
+            self.path.dirty.add(self)
+
+    def _wrote_command(self) -> None:
+        """A spout with nothing in flight was written a command: from now on it owes a sync."""
+        now = self.path.now
+        self.emitted_in_exchange = 0
+        self.await_since = self.command_at = now
+        self.sync_reported = False
+        self.path.dirty.add(self)
+
+    def drop_in_flight(self) -> None:
+        """Its process died: the commands written or queued to it are void."""
+        self.commands.clear()
+        self.outstanding.clear()
+        self.nexts_out = self.acks_out = 0

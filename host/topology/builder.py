@@ -1,0 +1,407 @@
+"""Building a topology in Python: `TopologyBuilder` and the `ComponentDeclarer` its `spout` and
+`bolt` return, and `build_topology`, which turns what was declared (here or in our YAML) into the
+validated, frozen Topology.
+
+Nothing is checked while declaring, so that errors come out of `build()` in one place, worded as
+for YAML files.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import copy
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from host.errors import TopologyError
+from host.topology.commands import check_command
+from host.topology.config_check import check_config
+from host.topology.model import (
+    ALL,
+    BOLT,
+    DIRECT,
+    FIELDS,
+    GLOBAL,
+    GROUPING_TYPES,
+    LOCAL_OR_SHUFFLE,
+    NONE,
+    PARTIAL_KEY,
+    SHUFFLE,
+    SPOUT,
+    Component,
+    Grouping,
+    Input,
+    Topology,
+)
+from host.topology.validation import (
+    check_env,
+    check_id,
+    check_name,
+    check_parallelism,
+    check_switches,
+    validate,
+)
+from multilang.messages import DEFAULT_STREAM
+
+
+@dataclass(frozen=True)
+class LoadingFile:
+    """The Python topology file being run, and its directory."""
+
+    file: str
+    base_dir: Path
+
+
+# Set while a .py topology file runs (`host.topology.python_file`), so that
+# `TopologyBuilder.build()` inside it resolves paths against that file's directory without being
+# told.
+LOADING_FILE: contextvars.ContextVar[LoadingFile | None] = contextvars.ContextVar(
+    "LOADING_FILE", default=None
+)
+
+
+@dataclass
+class RawInput:
+    """An input as given, checked when the topology is built."""
+
+    source: object
+    grouping: object
+    fields: object = ()
+    stream: object = DEFAULT_STREAM
+
+
+@dataclass
+class RawComponent:
+    """A spout or bolt as given, checked when the topology is built."""
+
+    id: object
+    kind: str
+    command: object
+    outputs: object
+    parallelism: object
+    config: object
+    cwd: object
+    env: object
+    serializer: object
+    heartbeats: object
+    activate: object
+    inputs: list[RawInput] = field(default_factory=list)
+
+
+def _field_list(fields: tuple[object, ...]) -> object:
+    """`fields("src", "a", "b")` and `fields("src", ["a", "b"])` mean the same."""
+    if len(fields) == 1 and isinstance(fields[0], (list, tuple)):
+        return fields[0]
+    return fields
+
+
+class ComponentDeclarer:
+    """What `TopologyBuilder.spout`/`bolt` return: declare the component's inputs (bolts only),
+    chainably: `b.bolt(...).shuffle("a").fields("b", "word", stream="s")`."""
+
+    def __init__(self, raw: RawComponent):
+        self._raw = raw
+
+    def grouping(
+        self, source: str, grouping: str, fields: Sequence[str] = (), stream: str = DEFAULT_STREAM
+    ) -> ComponentDeclarer:
+        """Subscribe to `source`'s `stream` with any grouping by name."""
+        return self._subscribe(source, grouping, fields, stream)
+
+    def shuffle(self, source: str, stream: str = DEFAULT_STREAM) -> ComponentDeclarer:
+        return self._subscribe(source, SHUFFLE, (), stream)
+
+    def fields(
+        self, source: str, *fields: str | Sequence[str], stream: str = DEFAULT_STREAM
+    ) -> ComponentDeclarer:
+        return self._subscribe(source, FIELDS, _field_list(fields), stream)
+
+    def partial_key(
+        self, source: str, *fields: str | Sequence[str], stream: str = DEFAULT_STREAM
+    ) -> ComponentDeclarer:
+        return self._subscribe(source, PARTIAL_KEY, _field_list(fields), stream)
+
+    def all(self, source: str, stream: str = DEFAULT_STREAM) -> ComponentDeclarer:
+        return self._subscribe(source, ALL, (), stream)
+
+    def global_(self, source: str, stream: str = DEFAULT_STREAM) -> ComponentDeclarer:
+        return self._subscribe(source, GLOBAL, (), stream)
+
+    def none(self, source: str, stream: str = DEFAULT_STREAM) -> ComponentDeclarer:
+        return self._subscribe(source, NONE, (), stream)
+
+    def direct(self, source: str, stream: str = DEFAULT_STREAM) -> ComponentDeclarer:
+        return self._subscribe(source, DIRECT, (), stream)
+
+    def local_or_shuffle(self, source: str, stream: str = DEFAULT_STREAM) -> ComponentDeclarer:
+        return self._subscribe(source, LOCAL_OR_SHUFFLE, (), stream)
+
+    def _subscribe(
+        self, source: str, grouping: str, fields: object, stream: str
+    ) -> ComponentDeclarer:
+        self._raw.inputs.append(RawInput(source, grouping, fields, stream))
+        return self
+
+
+class TopologyBuilder:
+    """Build a topology in Python; `build()` validates and returns the frozen Topology.
+
+    ```
+    b = TopologyBuilder("wordcount", config={"topology.max.spout.pending": 1000})
+    b.spout("sentences", ["python", "sentences.py"], outputs=["sentence"])
+    b.bolt("split", ["bash", "split.sh"], outputs=["word"], parallelism=2).shuffle("sentences")
+    topology = b.build()
+    ```
+    Nothing is checked until `build()`, so errors come out in one place, worded as for YAML files.
+    """
+
+    def __init__(self, name: str, config: Mapping[str, object] | None = None):
+        self.name = name
+        self.config: Mapping[str, object] = {} if config is None else config
+        self._components: list[RawComponent] = []
+
+    def spout(
+        self,
+        id: str,
+        command: Sequence[str],
+        outputs: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
+        parallelism: int = 1,
+        *,
+        config: Mapping[str, object] | None = None,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        serializer: str = "json",
+        heartbeats: bool = True,
+        activate: bool = True,
+    ) -> ComponentDeclarer:
+        """Declare a spout. `outputs`: a list of field names (the default stream) or a mapping
+        stream -> field names. `cwd` is relative to the topology's directory."""
+        return self._add(
+            RawComponent(
+                id,
+                SPOUT,
+                command,
+                outputs,
+                parallelism,
+                config,
+                cwd,
+                env,
+                serializer,
+                heartbeats,
+                activate,
+            )
+        )
+
+    def bolt(
+        self,
+        id: str,
+        command: Sequence[str],
+        outputs: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
+        parallelism: int = 1,
+        *,
+        config: Mapping[str, object] | None = None,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        serializer: str = "json",
+        heartbeats: bool = True,
+    ) -> ComponentDeclarer:
+        """Declare a bolt; subscribe it with the returned declarer's grouping methods."""
+        return self._add(
+            RawComponent(
+                id,
+                BOLT,
+                command,
+                outputs,
+                parallelism,
+                config,
+                cwd,
+                env,
+                serializer,
+                heartbeats,
+                True,
+            )
+        )
+
+    def _add(self, raw: RawComponent) -> ComponentDeclarer:
+        self._components.append(raw)
+        return ComponentDeclarer(raw)
+
+    def build(
+        self, base_dir: str | os.PathLike[str] | None = None, *, source: str | None = None
+    ) -> Topology:
+        """The validated, frozen Topology. `base_dir` (default: the directory of the topology
+        file being loaded, else the current directory) is where components run unless they say
+        otherwise; `source` names the file in error messages."""
+        loading = LOADING_FILE.get()
+        if source is None and loading is not None:
+            source = loading.file
+        if base_dir is None:
+            base_dir = loading.base_dir if loading is not None else os.getcwd()
+        config = copy.deepcopy(self.config) if isinstance(self.config, dict) else self.config
+        return build_topology(self.name, config, self._components, base_dir, source=source)
+
+
+def build_topology(
+    name: object,
+    config: object,
+    components: Sequence[RawComponent],
+    base_dir: str | os.PathLike[str],
+    *,
+    source: str | None,
+) -> Topology:
+    """Declared components -> the validated, frozen Topology; relative `cwd`s are resolved
+    against `base_dir`, and `source` names the file in error messages.
+
+    The checks run in the order `validate` runs them, as far as a typed model allows: what the
+    model cannot hold unchecked (a parallelism, a serializer, a switch, a stream id of the wrong
+    type) is checked after the topology's name and config, everything else first."""
+    base = Path(os.path.abspath(base_dir))
+    declared = [(raw, _first_pass(raw, base, source)) for raw in components]
+    checked_name = check_name(name, source)
+    checked_config = check_config(config, file=source)
+    built = tuple(_second_pass(raw, first, source) for raw, first in declared)
+    topology = Topology(checked_name, built, checked_config, source)
+    validate(topology)
+    return topology
+
+
+# ---- raw values -> model ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _FirstPass:
+    """A declared component's values that were checked before the topology's name."""
+
+    id: str
+    command: tuple[str, ...]
+    outputs: dict[str, tuple[str, ...]]
+    inputs: tuple[tuple[str, Grouping, object], ...]  # source, grouping, stream as given
+    config: dict[str, object]
+    cwd: str
+    env: dict[str, str]
+
+
+def _first_pass(raw: RawComponent, base: Path, file: str | None) -> _FirstPass:
+    component_id = check_id(raw.id, file)
+    if raw.config is not None and not isinstance(raw.config, dict):
+        raise TopologyError(
+            "config must be a mapping of keys to values",
+            file=file,
+            component=component_id,
+            key="config",
+        )
+    return _FirstPass(
+        id=component_id,
+        command=check_command(raw.command, file=file, component=component_id),
+        outputs=_outputs(raw.outputs, file=file, component=component_id),
+        inputs=tuple(_input(i, file=file, component=component_id) for i in raw.inputs),
+        config=copy.deepcopy(raw.config or {}),
+        cwd=_cwd(raw.cwd, base, file=file, component=component_id),
+        env=check_env(raw.env, file=file, component=component_id),
+    )
+
+
+def _second_pass(raw: RawComponent, first: _FirstPass, file: str | None) -> Component:
+    parallelism = check_parallelism(raw.parallelism, file=file, component=first.id)
+    serializer, heartbeats, activate = check_switches(
+        raw.serializer, raw.heartbeats, raw.activate, file=file, component=first.id
+    )
+    inputs = tuple(
+        Input(source, _stream(stream, file=file, component=first.id, source=source), grouping)
+        for source, grouping, stream in first.inputs
+    )
+    return Component(
+        id=first.id,
+        kind=raw.kind,
+        command=first.command,
+        outputs=first.outputs,
+        inputs=inputs,
+        parallelism=parallelism,
+        config=first.config,
+        cwd=first.cwd,
+        env=first.env,
+        serializer=serializer,
+        heartbeats=heartbeats,
+        activate=activate,
+    )
+
+
+def _outputs(value: object, *, file: str | None, component: str) -> dict[str, tuple[str, ...]]:
+    if value is None:
+        return {}
+    if isinstance(value, (list, tuple)):
+        return {DEFAULT_STREAM: _names(value, file, component, "outputs")}
+    if isinstance(value, dict):
+        return {
+            stream: _names(fields, file, component, f"outputs.{stream}")
+            for stream, fields in value.items()
+        }
+    raise TopologyError(
+        "outputs must be a list of field names (the default stream) or a mapping "
+        "stream -> list of field names",
+        file=file,
+        component=component,
+        key="outputs",
+    )
+
+
+def _names(value: object, file: str | None, component: str, key: str) -> tuple[str, ...]:
+    if not isinstance(value, (list, tuple)):
+        raise TopologyError(
+            f"must be a list of field names, got {value!r}", file=file, component=component, key=key
+        )
+    return tuple(value)
+
+
+def _input(raw: RawInput, *, file: str | None, component: str) -> tuple[str, Grouping, object]:
+    key = f"inputs.{raw.source}"
+    if not isinstance(raw.source, str):
+        raise TopologyError(
+            f"source must be a component id (a string), got {raw.source!r}",
+            file=file,
+            component=component,
+            key=key,
+        )
+    if not isinstance(raw.grouping, str):
+        raise TopologyError(
+            f"grouping must be one of {', '.join(GROUPING_TYPES)}, got {raw.grouping!r}",
+            file=file,
+            component=component,
+            key=key,
+        )
+    fields = (raw.fields,) if isinstance(raw.fields, str) else raw.fields
+    if not isinstance(fields, (list, tuple)):
+        raise TopologyError(
+            f"fields must be a list of field names, got {raw.fields!r}",
+            file=file,
+            component=component,
+            key=key,
+        )
+    # Flux users write SHUFFLE; both spellings mean the same
+    return raw.source, Grouping(raw.grouping.lower(), tuple(fields)), raw.stream
+
+
+def _stream(value: object, *, file: str | None, component: str, source: str) -> str:
+    if not isinstance(value, str):
+        raise TopologyError(
+            f"stream must be a non-empty string, got {value!r}",
+            file=file,
+            component=component,
+            key=f"inputs.{source}",
+        )
+    return value
+
+
+def _cwd(value: object, base: Path, *, file: str | None, component: str) -> str:
+    if value is None:
+        return str(base)
+    if not isinstance(value, str) or not value:
+        raise TopologyError(
+            f"cwd must be a directory path, got {value!r}",
+            file=file,
+            component=component,
+            key="cwd",
+        )
+    return os.path.normpath(base / os.path.expanduser(value))

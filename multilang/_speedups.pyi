@@ -1,0 +1,17 @@
+"""Types of the optional C extension built from _speedups.c (see that file and setup.py)."""
+
+from collections.abc import Callable
+from typing import Any
+
+from .messages import Ack, ComponentMessage, Emit
+
+def component_messages(
+    values: list[Any],
+    emit: type[Emit],
+    ack: type[Ack],
+    other: Callable[[Any], ComponentMessage],
+    /,
+) -> list[ComponentMessage] | None:
+    """Parsed component messages -> typed messages (emits and acks in C, the rest through
+    `other`); None as soon as an emit is malformed. The reference version is
+    multilang.codec.ComponentDecoder._messages_py."""
