@@ -110,15 +110,13 @@ class Windows:
     def _component_cpu(self) -> dict:
         """CPU seconds per component (its tasks' processes, which a restart would reset)."""
         out: dict[str, float] = {}
-        for t in self.sup.tasks.values():
-            pid = t.proc.pid if t.proc.alive else None
-            if pid is None:
-                continue
+        for name, pid in self.sup.pids().items():
             try:
                 c = psutil.Process(pid).cpu_times()
             except psutil.Error:
                 continue
-            out[t.cid] = out.get(t.cid, 0.0) + c.user + c.system
+            cid = name.rpartition("[")[0]
+            out[cid] = out.get(cid, 0.0) + c.user + c.system
         return out
 
     def _io(self) -> dict:

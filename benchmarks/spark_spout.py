@@ -134,9 +134,11 @@ def _spout_cpu(sup) -> float | None:
     """CPU seconds of the spout's Python process so far (not its JVM: that is start-up)."""
     import psutil
 
-    task = next(t for t in sup.spouts if t.cid == "source")
+    pid = next((pid for name, pid in sup.pids().items() if name.startswith("source[")), None)
+    if pid is None:
+        return None
     try:
-        times = psutil.Process(task.proc.pid).cpu_times()
+        times = psutil.Process(pid).cpu_times()
     except psutil.Error:
         return None
     return times.user + times.system
