@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from host.observe.metrics import ComponentStats
+from host.observe.metrics import ComponentStats, LatencyHistogram
 from host.observe.observations import Observations
 from host.observe.snapshot import Snapshot
 from host.runtime import stats
@@ -176,6 +176,15 @@ class Supervisor:
     @on_outcome.setter
     def on_outcome(self, tap: Callable[[str, int, Any, str], None] | None) -> None:
         self.path.on_outcome = tap
+
+    @property
+    def complete_latency(self) -> LatencyHistogram:
+        """Spout tuples' complete latency; a benchmark may replace it to measure a window."""
+        return self.path.complete_latency
+
+    @complete_latency.setter
+    def complete_latency(self, histogram: LatencyHistogram) -> None:
+        self.path.complete_latency = histogram
 
     @property
     def failure(self) -> str | None:
