@@ -33,7 +33,6 @@ from host.runtime.bolt_link import BoltLink
 from host.runtime.context import HandshakeCache, assign_tasks
 from host.runtime.data_path import DataPath
 from host.runtime.lifecycle import RestartPolicy, State
-from host.runtime.link import Link
 from host.runtime.loop import EventLoop
 from host.runtime.process import Launcher
 from host.runtime.router import Router
@@ -394,7 +393,11 @@ class Supervisor:
             if task.state is not State.RUNNING:
                 continue
             self.supervision.check(task, now, self.strict)
-            if task.state is RUNNING and isinstance(link, BoltLink) and link.component.heartbeats:
+            if (
+                task.state is State.RUNNING
+                and isinstance(link, BoltLink)
+                and link.component.heartbeats
+            ):
                 link.heartbeat()
 
     def _report(self) -> None:
@@ -425,9 +428,6 @@ class Supervisor:
                         task.link.paused = after != 0
                     self.supervision.set_reading(task, after == 0)
 
-    def links_of(self, component: str) -> list[Link]:
-        return [t.link for t in self.by_component[component]]
-
     def pids(self) -> dict[str, int]:
         """Task name -> pid, for every task whose process is running now."""
         return {
@@ -440,9 +440,6 @@ class Supervisor:
     def started_pids(self) -> list[int]:
         """The pids of the processes this run started (the most recent ones, bounded)."""
         return list(self.supervision.started_pids)
-
-
-RUNNING = State.RUNNING
 
 
 def _nothing() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from host.errors import TopologyError
 from host.topology.flux_env import substitute_env, warn_unsubstituted
-from host.topology.yaml_text import parse_yaml_text, read_text
+from host.topology.yaml_text import parse_yaml_text, read_text, reject_unknown_keys
 
 # the Flux loader's one logger, whichever of its modules warns
 log = logging.getLogger("host.topology.flux")
@@ -99,14 +99,14 @@ def check_keys(
     component: str | None = None,
     prefix: str = "",
 ) -> None:
-    for key in mapping:
-        if key not in allowed:
-            raise TopologyError(
-                f"unknown key (Flux refuses it); allowed keys are: {', '.join(allowed)}",
-                file=file,
-                component=component,
-                key=f"{prefix}{key}",
-            )
+    reject_unknown_keys(
+        mapping,
+        allowed,
+        file=file,
+        component=component,
+        prefix=prefix,
+        refusal="unknown key (Flux refuses it)",
+    )
 
 
 # ---- reading a document -------------------------------------------------------------------------

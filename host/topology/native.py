@@ -16,11 +16,11 @@ list of those (several streams of one source).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
 
 from host.errors import TopologyError
 from host.topology.builder import RawComponent, RawInput, build_topology
 from host.topology.model import BOLT, FIELDS, GROUPING_TYPES, PARTIAL_KEY, SPOUT, Topology
+from host.topology.yaml_text import reject_unknown_keys
 from multilang.messages import DEFAULT_STREAM
 
 TOPOLOGY_KEYS = ("name", "config", "spouts", "bolts")
@@ -62,7 +62,7 @@ def from_document(
             f"this file holds a {type(doc).__name__}",
             file=file,
         )
-    _reject_unknown_keys(doc, TOPOLOGY_KEYS, file=file)
+    reject_unknown_keys(doc, TOPOLOGY_KEYS, file=file)
     config = doc.get("config")
     components = [
         _component(kind, component_id, body, file)
@@ -76,24 +76,6 @@ def from_document(
         os.getcwd() if base_dir is None else base_dir,
         source=file,
     )
-
-
-def _reject_unknown_keys(
-    mapping: Mapping[object, object],
-    allowed: Sequence[str],
-    *,
-    file: str | None,
-    component: str | None = None,
-    prefix: str = "",
-) -> None:
-    for key in mapping:
-        if key not in allowed:
-            raise TopologyError(
-                f"unknown key; allowed keys are: {', '.join(allowed)}",
-                file=file,
-                component=component,
-                key=f"{prefix}{key}",
-            )
 
 
 def _components_section(doc: dict[object, object], key: str, file: str | None) -> dict:
@@ -131,9 +113,7 @@ def _component(kind: str, component_id: object, body: object, file: str | None) 
             component=name,
             key="inputs",
         )
-    _reject_unknown_keys(
-        body, SPOUT_KEYS if kind == SPOUT else BOLT_KEYS, file=file, component=name
-    )
+    reject_unknown_keys(body, SPOUT_KEYS if kind == SPOUT else BOLT_KEYS, file=file, component=name)
     return RawComponent(
         id=component_id,
         kind=kind,
@@ -182,7 +162,7 @@ def _input(source: object, spec: object, file: str | None, component: str) -> Ra
             component=component,
             key=key,
         )
-    _reject_unknown_keys(spec, INPUT_KEYS, file=file, component=component, prefix=f"{key}.")
+    reject_unknown_keys(spec, INPUT_KEYS, file=file, component=component, prefix=f"{key}.")
     stream = spec.get("stream", DEFAULT_STREAM)
     if PARTIAL_KEY in spec:
         if spec.get("grouping", PARTIAL_KEY) != PARTIAL_KEY or "fields" in spec:

@@ -4,7 +4,7 @@ reported as one TopologyError line naming the file."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -108,3 +108,24 @@ def _yaml_problem(error: yaml.YAMLError) -> str:
     if mark is None:
         return f"YAML syntax error: {text}"
     return f"YAML syntax error at line {mark.line + 1}, column {mark.column + 1}: {text}"
+
+
+def reject_unknown_keys(
+    mapping: Mapping[object, object],
+    allowed: Sequence[str],
+    *,
+    file: str | None,
+    component: str | None = None,
+    prefix: str = "",
+    refusal: str = "unknown key",
+) -> None:
+    """A document's mapping may hold only the `allowed` keys: TopologyError names the first
+    other one (with `prefix`, its path) and lists the allowed ones."""
+    for key in mapping:
+        if key not in allowed:
+            raise TopologyError(
+                f"{refusal}; allowed keys are: {', '.join(allowed)}",
+                file=file,
+                component=component,
+                key=f"{prefix}{key}",
+            )
