@@ -17,7 +17,8 @@ from multilang import WARN, Spout
 from . import checkpoint as ckpt
 from .checkpoint import Checkpoint, order_of, to_ranges
 from .config import DEAD_STREAM, ConfigError, SpoutConfig, from_conf
-from .sources import SOURCES, Chunk, End, Fatal, Handoff, Segment, Source, staged
+from .segments import Chunk, End, Fatal, Handoff, Segment, staged
+from .sources import SOURCES, Source
 
 
 class _SegmentState:
