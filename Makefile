@@ -9,14 +9,15 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml setup.py multilang/_speedups.c | tools
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,spark,fast]' --config-settings editable_mode=compat
+	$(PY) -m pip install --quiet -e '.[test,spark,fast,kafka]' --config-settings editable_mode=compat
 	touch $@
 
 # Node and jq come from the machine (the Node and bash components need them); npm and shellcheck
 # are for `make lint` (TypeScript comes from npm); Graphviz's `dot` renders
 # `python -m host graph --format svg|png`; Chromium and its driver run the web UI's end-to-end
 # test (tests/e2e/test_web_ui.py); gcc and the Python headers build the optional C decoder
-# (setup.py), so they come before the install.
+# (setup.py), so they come before the install. ZooKeeper (its server jar, run as a plain process
+# by tests/support/zookeeper.py) is for the storm-kafka spout's tests.
 tools:
 	@missing=""; \
 	command -v gcc >/dev/null 2>&1 || missing="$$missing gcc"; \
@@ -29,6 +30,7 @@ tools:
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	command -v chromedriver >/dev/null 2>&1 || missing="$$missing chromium-driver"; \
 	command -v java >/dev/null 2>&1 || missing="$$missing openjdk-17-jre-headless"; \
+	[ -f /usr/share/java/zookeeper.jar ] || missing="$$missing zookeeper"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing$$missing with apt-get"; \

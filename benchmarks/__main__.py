@@ -12,11 +12,13 @@ from pathlib import Path
 from . import (
     acker_memory,
     idle,
+    kafka,
     latency_under_load,
     protocol_ceiling,
     rdd_pipe,
     scaling,
     spark_spout,
+    spout_modes,
     startup,
     wordcount,
 )
@@ -32,8 +34,10 @@ BENCHMARKS = {
         idle,
         startup,
         scaling,
+        spout_modes,
         rdd_pipe,
         spark_spout,
+        kafka,
     )
 }
 

@@ -109,7 +109,7 @@ def measure(spec: dict) -> dict:
         while sup.step():
             if first and cpu_at_first is None:
                 cpu_at_first = _spout_cpu(sup)
-            if done_at is None and sup.spout_acked >= spec["rows"]:
+            if done_at is None and sup.path.spout_acked >= spec["rows"]:
                 done_at = time.monotonic()
                 cpu_at_done = _spout_cpu(sup)
                 sup.request_stop("all sentences acked")
@@ -117,7 +117,7 @@ def measure(spec: dict) -> dict:
         sup.finish()
     if done_at is None or not first:
         raise RuntimeError(
-            f"{spec['variant']}: {sup.spout_acked} of {spec['rows']} acked "
+            f"{spec['variant']}: {sup.path.spout_acked} of {spec['rows']} acked "
             f"({sup.failure or 'time limit'})"
         )
     figures = {

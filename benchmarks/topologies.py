@@ -8,6 +8,10 @@ from host.topology.model import Topology
 
 from .harness import COMPONENTS
 
+SPOUT_COMMANDS = {
+    "python": ["python", "spout.py"],  # our client: announces pipeline/1
+    "pystorm": ["python", "pystorm_spout.py"],  # pystorm from PyPI: announces nothing
+}
 SPLIT_COMMANDS = {
     "python": ["python", "split.py"],
     "bash": ["bash", "split.sh"],
@@ -27,9 +31,12 @@ def wordcount(
     rate: float = 0,
     idle: bool = False,
     config: dict | None = None,
+    spout: str = "python",
+    pipelining: bool | None = None,
 ) -> Topology:
-    """sentences (Python) -> split (`split`: python, bash or node; shuffle) -> count (Python;
-    fields on word), acked; `parallelism` tasks per bolt."""
+    """sentences (`spout`: python or pystorm) -> split (`split`: python, bash or node; shuffle)
+    -> count (Python; fields on word), acked; `parallelism` tasks per bolt. `pipelining`: the
+    spout's switch (docs/protocol.md §3.5)."""
     conf = {
         **BASE_CONFIG,
         "bench.per.next": per_next,
@@ -38,7 +45,7 @@ def wordcount(
         **(config or {}),
     }
     b = TopologyBuilder("bench-wordcount", config=conf)
-    b.spout("sentences", ["python", "spout.py"], outputs=["sentence"])
+    b.spout("sentences", SPOUT_COMMANDS[spout], outputs=["sentence"], pipelining=pipelining)
     b.bolt("split", SPLIT_COMMANDS[split], outputs=["word"], parallelism=parallelism).shuffle(
         "sentences"
     )

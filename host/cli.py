@@ -209,6 +209,9 @@ def validate(topology: str, overrides: tuple[str, ...], env_filter: bool) -> Non
         f"{topology}: ok: topology '{model.name}', {len(model.spouts)} spout(s), "
         f"{len(model.bolts)} bolt(s), {tasks} task(s)"
     )
+    # the directory each component starts in: the rule differs by format (docs/flux.md §3.1)
+    for c in model.components:
+        click.echo(f"  {c.kind} {c.id}: {c.parallelism} task(s), runs in {c.cwd}")
 
 
 @main.command("export-flux")

@@ -59,6 +59,7 @@ from .messages import (
     ERROR,
     HEARTBEAT_STREAM,
     INFO,
+    PIPELINE_EXT,
     SYSTEM_TASK,
     TICK_STREAM,
     TRACE,
@@ -166,11 +167,11 @@ def _tuple_id(tup: Any) -> Any:
 
 def _id_json(value: Any) -> bytes | None:
     """A tuple or message id as JSON, or None if it has none: the caller then takes the general
-    path, which raises the usual EncodeError. Our host's tuple ids are decimal strings: they
-    skip dumps, as digits never need escaping."""
+    path, which raises the usual EncodeError. Our host's tuple ids are decimal strings, signed:
+    they skip dumps, as digits and `-` never need escaping."""
     if type(value) is int:
         return b"%d" % value
-    if type(value) is str and value.isdigit():
+    if type(value) is str and (value.isdigit() or value[:1] == "-" and value[1:].isdigit()):
         return b'"%b"' % value.encode()
     try:
         return dumps(value).encode("utf-8")
@@ -222,6 +223,12 @@ class _Component:
         self._stdout_log: _StdoutToLog | None = None
 
     # ---- hooks ---------------------------------------------------------------------------------
+    def before_wait(self) -> None:
+        """Called whenever the library is about to block for more input, every message read so
+        far being handled: the place to settle work done asynchronously (a Kafka producer's
+        delivery reports, components/kafka_bolt) with the acks and emits it owes. Its output goes
+        out with the rest, before the read."""
+
     def initialize(self, conf: dict[str, Any], context: dict[str, Any]) -> None:
         """Called once after the handshake, before any tuple or command."""
 
@@ -293,7 +300,9 @@ class _Component:
             open(os.path.join(msg.pid_dir, str(self.pid)), "w").close()
         except OSError as exc:
             raise _StartupError(f"cannot create the pid file in {msg.pid_dir!r}: {exc}") from exc
-        self._out.append(frame(dumps({"pid": self.pid})))
+        # pipeline/1: we answer spout commands one by one, in order, so the host may write them
+        # ahead of our syncs (docs/protocol.md, "Protocol extensions")
+        self._out.append(frame(dumps({"pid": self.pid, "ext": [PIPELINE_EXT]})))
         self._flush()  # the host waits for the pid before anything else; initialize may be slow
 
     def _start(self) -> None:
@@ -379,6 +388,7 @@ class _Component:
         self._pending.extend(self._read_messages())
 
     def _read_messages(self) -> list[HostMessage]:
+        self.before_wait()
         self._flush()
         data = os.read(self._in_fd, READ_SIZE)
         if not data:

@@ -91,12 +91,36 @@ class EncodeError(ValueError):
     """A value that cannot be written as JSON (e.g. a lone surrogate or a non-JSON type)."""
 
 
-def shorten(raw: bytes, limit: int = 200) -> str:
-    """The offending bytes for an error message: printable, and at most about `limit` chars."""
-    text = repr(raw[:limit])
+def shorten(raw: bytes, limit: int = 200, newlines: bool = False) -> str:
+    """Bytes for an error message or a failure report: `printable`, cut after `limit` bytes, with
+    the total size when cut: `{"command":"em… (5000 bytes in all)`."""
+    text = printable(raw[:limit], newlines)
     if len(raw) > limit:
-        text += f"... ({len(raw)} bytes)"
+        text += f"… ({len(raw)} bytes in all)"
     return text
+
+
+def printable(data: bytes, newlines: bool = False) -> str:
+    """Any bytes as readable text that shows each of them, on one line: UTF-8 text as it is; a
+    byte that is not UTF-8 (msgpack's binary, invalid text) as `\\xff`; control and other
+    unprintable characters escaped as Python writes them (`\\x00`, `\\n`, `\\u2028`), except
+    `\\n` when `newlines` (for a reader that shows text line by line). A backslash is left as it
+    is: in JSON it only ever starts an escape of JSON's own, never `\\x`."""
+    text = data.decode("utf-8", "backslashreplace")
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or (newlines and c == "\n") else _escape(c) for c in text)
+
+
+def _escape(c: str) -> str:
+    """One unprintable character; `\\xNN` only below 0x80, so that `\\x80`-`\\xff` always
+    mean a byte that was not UTF-8 (`printable`)."""
+    code = ord(c)
+    if c in "\n\r\t":
+        return repr(c)[1:-1]
+    if code < 0x80:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 # ---- JSON ---------------------------------------------------------------------------------------
@@ -340,6 +364,15 @@ _COMMANDS: dict[str, Callable[[dict[str, Any]], ComponentMessage]] = {
 }
 
 
+def _extensions(value: dict[str, Any]) -> tuple[str, ...]:
+    ext = value.get("ext")
+    if ext is None:
+        return ()
+    if type(ext) is not list or not all(type(e) is str for e in ext):
+        raise ProtocolError("`ext` in the pid reply is not a list of strings", _as_bytes(value))
+    return tuple(ext)
+
+
 def component_message(value: Any, awaiting_pid: bool = False) -> ComponentMessage:
     """One parsed JSON value from a component -> its typed message, or ProtocolError."""
     if type(value) is not dict:
@@ -347,7 +380,7 @@ def component_message(value: Any, awaiting_pid: bool = False) -> ComponentMessag
     command = value.get("command")
     if command is None:
         if awaiting_pid and "pid" in value:
-            return Pid(value["pid"])
+            return Pid(value["pid"], _extensions(value))
         raise ProtocolError("message without a `command`", _as_bytes(value))
     if type(command) is not str:
         raise ProtocolError("`command` is not a string", _as_bytes(value))
@@ -364,14 +397,24 @@ class ComponentDecoder:
     messages with a command that come before it are returned in order (the caller buffers them).
     """
 
-    __slots__ = ("framer", "awaiting_pid")
+    __slots__ = ("framer", "awaiting_pid", "_carried", "_data")
 
     def __init__(self, max_frame: int = DEFAULT_MAX_FRAME, awaiting_pid: bool = True):
         self.framer = Framer(max_frame)
         self.awaiting_pid = awaiting_pid
+        self._carried = self._data = b""  # the last `feed`'s input, for `frames` (references)
+
+    def frames(self) -> list[bytes]:
+        """The bytes of each message the last `feed` returned (or raised with, as `decoded`),
+        in order, as the component wrote them: its JSON text, up to its `end` line. For failure
+        reports: it cuts the frames again, so it costs nothing until called."""
+        buf = self._carried + self._data
+        return (Framer()._split_general if b"\r" in buf else Framer()._split_lf)(buf)[0]
 
     def feed(self, data: bytes) -> list[ComponentMessage]:
         framer = self.framer
+        self._carried = framer.pending
+        self._data = data
         parsed = _whole_frames(framer, data)
         if parsed is not None:
             messages = self._messages(parsed[0])
@@ -482,20 +525,21 @@ def _whole_frames(framer: Framer, data: bytes) -> tuple[list[Any], bytes] | None
 
 
 def _number_shapes() -> bytes:
-    """A bytes.translate table: digits -> `0`; what may come just before a JSON number (`[`, `,`,
-    `:`, `-`, whitespace) -> `:`; anything else -> `x`."""
+    """A bytes.translate table: digits and `-` -> `0`; what may come just before a JSON number (`[`,
+    `,`, `:`, whitespace) -> `:`; anything else -> `x`."""
     table = bytearray(b"x" * 256)
-    for c in b"0123456789":
+    for c in b"-0123456789":
         table[c] = ord("0")
-    for c in b"[,:- \t\n\r":
+    for c in b"[,: \t\n\r":
         table[c] = ord(":")
     return bytes(table)
 
 
 _NUMBER_SHAPES = _number_shapes()
-# A number of 19 digits or more may not fit in 64 bits. Digits inside strings (our tuple ids are
-# 64-bit decimal strings) follow a `"`, so they do not look like this; a string that holds such a
-# run after a space or a comma only costs its batch the slower parser.
+# A number of 19 digits or more may not fit in 64 bits (a negative one: its `-` counts as a digit).
+# Digits inside strings (our tuple ids are signed 64-bit decimal strings) follow a `"` or `"-`, so
+# they do not look like this; a string that holds such a run after a space or a comma only costs its
+# batch the slower parser.
 _LONG_NUMBER = b":" + b"0" * 19
 
 
@@ -698,7 +742,7 @@ _TO_WIRE: dict[type, Callable[[Any], Any]] = {
     },
     SpoutCommand: lambda m: {"command": m.command, "id": m.id},
     TaskIds: lambda m: list(m.tasks),
-    Pid: lambda m: {"pid": m.pid},
+    Pid: lambda m: {"pid": m.pid, "ext": list(m.ext)} if m.ext else {"pid": m.pid},
     Emit: _emit_dict,
     Ack: lambda m: {"command": "ack", "id": m.id},
     Fail: lambda m: {"command": "fail", "id": m.id},

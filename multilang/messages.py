@@ -65,8 +65,18 @@ class TaskIds(NamedTuple):
 # ---- component -> host -------------------------------------------------------------------------
 
 
+# The pid-reply extension by which a library says that it answers spout commands strictly in the
+# order they came, one `sync` each, whatever it is given ahead: the host may then write commands
+# ahead of the syncs (docs/protocol.md, "Protocol extensions"). Without it, one command at a time,
+# as Storm's ShellSpout does.
+PIPELINE_EXT = "pipeline/1"
+
+
 class Pid(NamedTuple):
     pid: int
+    # protocol extensions the component announces in its pid reply (docs/protocol.md, "Protocol
+    # extensions"); Storm reads only `pid`, so a library may add them and still run under Storm
+    ext: tuple[str, ...] = ()
 
 
 class Emit(NamedTuple):

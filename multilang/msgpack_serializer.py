@@ -103,7 +103,17 @@ class MsgpackDecoder:
     decoder must not be fed after one (the host restarts the process).
     """
 
-    __slots__ = ("_unpacker", "_buf", "_base", "_done", "max_frame", "awaiting_pid")
+    __slots__ = (
+        "_unpacker",
+        "_buf",
+        "_base",
+        "_done",
+        "max_frame",
+        "awaiting_pid",
+        "_carried",
+        "_carried_len",
+        "_data",
+    )
 
     def __init__(self, max_frame: int = DEFAULT_MAX_FRAME, awaiting_pid: bool = True):
         if max_frame < 1:
@@ -120,6 +130,31 @@ class MsgpackDecoder:
         self._buf = bytearray()
         self._base = 0
         self._done = 0
+        # the last `feed`'s input, for `frames`: the start of a message that earlier reads left
+        # incomplete (copied when it completes; its length until then) and the data (a reference)
+        self._carried = b""
+        self._carried_len = 0
+        self._data: bytes = b""
+
+    def frames(self) -> list[bytes]:
+        """The bytes of each message the last `feed` returned (or raised with, as `decoded`), in
+        order, as the component wrote them. For failure reports: it unpacks them again, so it
+        costs nothing until called."""
+        # not yet copied if nothing completed it (or a ProtocolError came first): still in _buf
+        carried = self._carried or bytes(self._buf[: self._carried_len])
+        buf = carried + bytes(self._data)
+        unpacker = msgpack.Unpacker(raw=True, strict_map_key=False, max_buffer_size=len(buf) + 1)
+        unpacker.feed(buf)
+        out: list[bytes] = []
+        start = 0
+        while True:
+            try:
+                unpacker.skip()
+            except (msgpack.OutOfData, ValueError, TypeError):
+                return out
+            end = unpacker.tell()
+            out.append(buf[start:end])
+            start = end
 
     @property
     def pending(self) -> bytes:
@@ -128,6 +163,9 @@ class MsgpackDecoder:
 
     def feed(self, data: bytes) -> list[ComponentMessage]:
         messages: list[ComponentMessage] = []
+        self._carried = b""
+        self._carried_len = len(self._buf)
+        self._data = data
         view = memoryview(data)
         while view:
             # Feed no more than the room left, so the unpacker's buffer never exceeds max_frame
@@ -182,6 +220,9 @@ class MsgpackDecoder:
             messages.append(msg)
         consumed = self._done - self._base
         if consumed:
+            if self._carried_len:  # the message it began completed: `frames` needs its start
+                self._carried = bytes(self._buf[: self._carried_len])
+                self._carried_len = 0
             del self._buf[:consumed]
             self._base += consumed
 

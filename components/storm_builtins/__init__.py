@@ -4,7 +4,8 @@ components.storm_builtins.<module>`). The Flux loader (`host.topology.flux.BUILT
 to these modules by name; `host/` never imports this package.
 
 * `org.apache.storm.flux.wrappers.bolts.LogInfoBolt` -> `log_info_bolt`: logs every tuple at
-  INFO and acks it; declares no output.
+  INFO as Storm's tuple `toString` shows it, values as Java writes them (`java_text`), and acks
+  it; declares no output.
 * `org.apache.storm.testing.TestWordCounter` -> `test_word_counter`: counts field 0 (a word),
   emits `[word, count]` anchored to the input, acks it.
 * `org.apache.storm.testing.TestWordSpout` -> `test_word_spout`: one random word of five every

@@ -79,6 +79,8 @@ class ComponentStats:
     executed: int = 0  # input tuples the bolt acked or failed
     acked: int = 0  # bolts: acks sent; spouts: spout tuples fully acked
     failed: int = 0  # bolts: fails sent; spouts: spout tuples failed or timed out
+    # bolts: tuples written and never acked or failed, forgotten to make room (BoltLink._forget)
+    never_acked: int = 0
     restarts: int = 0
     errors: int = 0
     last_error: str | None = None
@@ -102,6 +104,7 @@ class ComponentStats:
             out.executed += t.executed
             out.acked += t.acked
             out.failed += t.failed
+            out.never_acked += t.never_acked
             out.restarts += t.restarts
             out.errors += t.errors
             if t.last_error_at is not None and (
@@ -122,6 +125,7 @@ class ComponentStats:
             "failed": self.failed,
             "restarts": self.restarts,
             "errors": self.errors,
+            "never_acked": self.never_acked,  # a bolt's figure: the snapshot drops it for spouts
         }
         if self.process_latency.count:
             out["process_latency_ms"] = {

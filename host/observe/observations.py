@@ -10,6 +10,7 @@ from collections import deque
 import psutil
 
 from host.observe.snapshot import FailureReport, LogEntry, RecentActivity
+from multilang.codec import printable, shorten
 
 RECENT_LOGS = 100
 RECENT_FAILURES = 20
@@ -20,22 +21,23 @@ def _clip(text: str, limit: int) -> str:
 
 
 def _head(data: bytes | None, limit: int = 300) -> str | None:
-    """The start of what was written to a process."""
+    """The start of what was written to a process, every byte shown (`codec.printable`), and
+    its size when cut."""
     if data is None:
         return None
-    return _clip(data.decode("utf-8", "replace"), limit)
+    return shorten(data, limit, newlines=True)
 
 
 def _tail(data: bytes | None, limit: int = 400) -> str | None:
-    """The newest part of what a process wrote, from a line start when one is in reach."""
+    """The newest part of what a process wrote (every byte shown: `codec.printable`), from a
+    line start when one is in reach."""
     if data is None:
         return None
-    text = data[-4 * limit :].decode("utf-8", "replace")
-    if len(text) <= limit:
+    text = printable(data[-limit:], newlines=True)
+    if len(data) <= limit:
         return text
-    text = text[-limit:]
     cut = text.find("\n")
-    return text[cut + 1 :] if 0 <= cut < limit // 2 else text
+    return text[cut + 1 :] if 0 <= cut < len(text) // 2 else text
 
 
 class Observations:

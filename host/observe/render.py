@@ -170,9 +170,11 @@ def grid(
 
 def component_table(snap: Snapshot, rates: Rates | None = None) -> Group:
     """The title (totals, rates, sparkline) and one row per component; the optional columns
-    (process latency, capacity, CPU, memory, last error) only when some component has them."""
+    (process latency, capacity, never acked, CPU, memory, last error) only when some component
+    has them (never acked: when some bolt had tuples forgotten, docs/protocol.md §4.5)."""
     comps = snap["components"]
     latency = any("process_latency_ms" in c for c in comps.values())
+    never_acked = any(c.get("never_acked") for c in comps.values())
     capacity = any("capacity" in c for c in comps.values())
     usage = any(_measured(c) for c in comps.values())
     last_error = any("last_error" in c for c in comps.values())
@@ -187,6 +189,8 @@ def component_table(snap: Snapshot, rates: Rates | None = None) -> Group:
         ("in-flight", "r"),
         ("queued", "r"),
     ]
+    if never_acked:
+        columns.append(("never acked", "r"))
     if latency:
         columns.append(("p50/p99 ms", "r"))
     if capacity:
@@ -210,6 +214,9 @@ def component_table(snap: Snapshot, rates: Rates | None = None) -> Group:
             (str(c["in_flight"]), ""),
             (str(c["queued"]), ""),
         ]
+        if never_acked:
+            n = c.get("never_acked")  # a bolt's figure
+            row.append(("-", "") if n is None else (f"{n:,}", "bold yellow" if n else ""))
         if latency:
             lat = c.get("process_latency_ms")
             row.append((f"{_ms(lat['p50'])}/{_ms(lat['p99'])}" if lat else "-/-", ""))
@@ -339,6 +346,8 @@ def plain_line(snap: Snapshot, rates: Rates) -> str:
         )
         if "capacity" in c:
             part += f" capacity={c['capacity']:.2f}"
+        if c.get("never_acked"):
+            part += f" never_acked={c.get('never_acked')}"
         part += f" restarts={c['restarts']}"
         if c["errors"]:
             part += f" errors={c['errors']}"
@@ -357,10 +366,12 @@ def summary_lines(snap: Snapshot) -> list[str]:
         f"complete latency p50={_ms(lat['p50'])} ms p99={_ms(lat['p99'])} ms"
     ]
     for cid, c in snap["components"].items():
+        never_acked = c.get("never_acked")
         lines.append(
             f"  {cid}: tasks={c['tasks']} emitted={c['emitted']} "
             f"executed={c['executed']} acked={c['acked']} failed={c['failed']} "
-            f"restarts={c['restarts']} errors={c['errors']}"
+            + (f"never_acked={never_acked} " if never_acked else "")
+            + f"restarts={c['restarts']} errors={c['errors']}"
         )
     lines += [f"  metrics of {line}" for line in metric_lines(snap)]
     return lines

@@ -66,6 +66,10 @@ class ComponentCounters(TypedDict):
     failed: int  # bolts: fails sent; spouts: spout tuples failed or timed out
     restarts: int
     errors: int  # faults and `error` commands
+    # bolts: tuples written to it that it never acked or failed, forgotten to make room once
+    # their spout tuples had timed out or failed, or (not tracked) it had read past them
+    # without acking (docs/protocol.md §4.5)
+    never_acked: NotRequired[int]
     process_latency_ms: NotRequired[ProcessLatency]  # bolts, once a sample exists
     last_error: NotRequired[str]  # once it had an error: the newest of its tasks'
     last_error_at: NotRequired[float]  # wall-clock time (epoch seconds) of last_error
@@ -84,6 +88,7 @@ class TaskSnapshot(TypedDict):
     failed: int
     in_flight: int  # bolts: tuples written to it and not yet acked or failed
     queued: int  # bolts: tuples waiting for room among those in flight
+    never_acked: NotRequired[int]  # bolts: as the component's, for this task
     restarts: int
     errors: int
     last_error: str | None

@@ -2,14 +2,15 @@
 
 One small record per pending spout tuple (a *root*): the XOR of the ids of every tuple in its tree
 that was created and not yet acked, the spout task and the message id. Every delivered tuple has a
-random 64-bit id, XORed into each of its roots once when it is created and once when it is acked;
-a root whose value returns to zero is complete (ids must be non-negative: the XOR shares an int
-with the root's slot, below). The tree itself is never stored, so memory is per spout tuple, not
-per tuple: 160-195 bytes each with 100,000 to 1,000,000 pending, an int message id included
-(benchmarks/acker-memory, tracemalloc to RSS; a bare dict of two 64-bit ints takes 113-148).
-Start times are kept for one root in `latency_sample` (default 16) only, which is enough for
-complete-latency percentiles (Storm samples its statistics too) and keeps a float out of every
-record; 1 times every root (host.acker.latency.sample).
+random signed 64-bit id (as Storm's), XORed into each of its roots once when it is created and once
+when it is acked; a root whose value returns to zero is complete. The XOR shares an int with the
+root's slot (below); Python's XOR of negative ints is two's complement's, so a signed XOR is as
+good as an unsigned one, and only the zero test has to mind the sign. The tree itself is never
+stored, so memory is per spout tuple, not per tuple: 160-195 bytes each with 100,000 to 1,000,000
+pending, an int message id included (benchmarks/acker-memory, tracemalloc to RSS; a bare dict of
+two 64-bit ints takes 113-148). Start times are kept for one root in `latency_sample` (default
+16) only, which is enough for complete-latency percentiles (Storm samples its statistics too) and
+keeps a float out of every record; 1 times every root (host.acker.latency.sample).
 
 Timeouts use rotating buckets (Storm's RotatingMap): a root lives in the bucket that was newest when
 it was opened; every `timeout / (BUCKETS - 1)` seconds the oldest bucket expires as a whole, so a
@@ -28,12 +29,12 @@ BUCKETS = 3
 LATENCY_SAMPLE = 16  # one root in 16 has its start time kept
 
 # A root's record is one int in its bucket: the XOR shifted up by SLOT_BITS, over the root's slot
-# in the tables that hold its message id and spout. Completion is then `rec < SLOTS`, and a
-# completed record is its own slot, with no arithmetic on a 90-bit int; an open root's record is a
-# small int until its first `add`. Tuple ids are 64-bit (Storm's are longs), and an int of up to
-# 90 bits takes 36 bytes, as a random 64-bit XOR does anyway, so the slot costs nothing. The
-# (xor, task, msg_id) tuple per root this replaces took 64 bytes where the slot tables take 16, and
-# was rebuilt on every add and ack.
+# in the tables that hold its message id and spout. Completion is then `0 <= rec < SLOTS` (the
+# XOR of signed ids may be negative, and so is then the record), and a completed record is its own
+# slot, with no arithmetic on a 90-bit int; an open root's record is a small int until its first
+# `add`. Tuple ids are 64-bit (Storm's are longs), and an int of up to 90 bits takes 36 bytes, as a
+# random 64-bit XOR does anyway, so the slot costs nothing. The (xor, task, msg_id) tuple per root
+# this replaces took 64 bytes where the slot tables take 16, and was rebuilt on every add and ack.
 SLOT_BITS = 26
 SLOTS = 1 << SLOT_BITS  # the most roots pending at once (some 10 GB of them)
 _SLOT = SLOTS - 1
@@ -60,9 +61,13 @@ class _Spout:
         self.pending = 0
 
 
+ID_OFFSET = 1 << 63  # getrandbits(64) - ID_OFFSET: uniform over a signed 64-bit long
+
+
 def new_id() -> int:
-    """A random non-zero 64-bit tuple or root id."""
-    return getrandbits(64) or 1
+    """A random non-zero tuple id within Java's long, negatives included, as Storm's
+    (`Long.toString(rand.nextLong())` on the wire): clients may parse ids as int64."""
+    return getrandbits(64) - ID_OFFSET or 1
 
 
 class Acker:
@@ -95,6 +100,22 @@ class Acker:
 
     def __len__(self) -> int:
         return sum(len(b) for b in self._buckets)
+
+    @property
+    def timeout_secs(self) -> float:
+        """`topology.message.timeout.secs`, as configured (whether or not timeouts are enabled)."""
+        return self._period * (BUCKETS - 1)
+
+    def pending_any(self, roots: Iterable[int]) -> bool:
+        """Whether any of these roots is still pending (not acked, failed, timed out or dropped
+        with its spout task): a tuple whose roots are all gone can no longer change anything.
+        A few dict lookups per root; for `BoltLink`'s forgetting, never the per-tuple path."""
+        buckets = self._buckets
+        for root in roots:
+            for bucket in buckets:
+                if root in bucket:
+                    return True
+        return False
 
     def _find(self, root: int) -> tuple[dict[int, int], int] | tuple[None, None]:
         for bucket in self._buckets:
@@ -174,7 +195,7 @@ class Acker:
                     continue  # failed, timed out or its spout died: late acks are ignored
                 bucket = found
             rec ^= xor
-            if rec >= SLOTS:
+            if rec >= SLOTS or rec < 0:  # not complete (a negative record: a negative XOR)
                 bucket[root] = rec
                 continue
             del bucket[root]

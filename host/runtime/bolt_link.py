@@ -9,10 +9,18 @@ bolt (backpressure, see `DataPath.on_backpressure`), so memory stays bounded how
 `in_flight` maps the id of every tuple written and not yet acked to
 [spout tuples (roots), XOR of the ids of the children it emitted anchored to it, time written].
 The children's XOR is applied to the roots together with the tuple's own ack, as Storm does.
+
+A bolt that never acks (Storm's `storm.rb` `Storm::Bolt` does not by default) would fill
+`in_flight` and stop the flow for good. Storm's `ShellBolt` keeps such tuples in a map for ever
+and runs on; here, once the bound is reached, the oldest tuples whose ack can no longer change
+anything are forgotten to make room (`_forget`, docs/protocol.md §4.5) and counted as
+`never_acked`: memory stays bounded and the flow goes on at the rate the bolt reads.
 """
 
 from __future__ import annotations
 
+import logging
+import math
 from collections import deque
 from typing import Any
 
@@ -35,6 +43,10 @@ from multilang.messages import (
     TupleMessage,
 )
 from multilang.serializers import Serializer
+
+log = logging.getLogger("host")
+
+MAX_BEATS = 64  # heartbeats written and not yet answered that are remembered
 
 
 class BoltLink(Link):
@@ -60,6 +72,23 @@ class BoltLink(Link):
         self.tick_freq = tick_freq
         self.busy_since: float | None = None  # since when it has had tuples in flight
         self.busy_total = 0.0  # seconds with tuples in flight, up to busy_since
+        # never-acked tuples (`_forget`): when this process last acked or failed a tuple,
+        # whether it had tuples forgotten, and whether its component was warned
+        self.answered_at = -math.inf
+        self.forgot = False
+        self.warned = False
+        # heartbeats: when each one not yet answered was written (oldest first), and when the
+        # last one answered was (the bolt has read every tuple written before it)
+        self.beats: deque[float] = deque()
+        self.read_past = -math.inf
+
+    # -- a new process ---------------------------------------------------------------------------
+    def attach(self, stdin_fd: int) -> None:
+        super().attach(stdin_fd)
+        self.answered_at = -math.inf
+        self.forgot = False
+        self.beats.clear()
+        self.read_past = -math.inf
 
     # -- delivery --------------------------------------------------------------------------------
     def offer(self, tid: int, roots: tuple, frame: bytes) -> None:
@@ -72,16 +101,24 @@ class BoltLink(Link):
             if self.busy_since is None:
                 self.busy_since = now
             return
-        self.backlog.append((tid, roots, frame))
-        if not self.full and len(self.backlog) >= self.max_queued:
-            self.full = True
-            self.path.on_backpressure(self, True)
+        backlog = self.backlog
+        backlog.append((tid, roots, frame))
+        if not self.full and len(backlog) >= self.max_queued:
+            self.refill()  # once per full backlog: room may be made by forgetting (`_forget`)
+            if len(backlog) >= self.max_queued:
+                self.full = True
+                self.path.on_backpressure(self, True)
 
     def refill(self) -> None:
-        """Write queued tuples while there is room in flight."""
+        """Write queued tuples while there is room in flight, forgetting stale tuples in flight
+        (`_forget`) when there is not room enough. Called when the bolt answers, when the
+        backlog fills, when a full pipe drains, and every second (after timeouts)."""
         backlog, in_flight = self.backlog, self.in_flight
         if not backlog or not self.running:
             return
+        short = len(in_flight) + len(backlog) - self.max_in_flight
+        if short > 0:
+            self._forget(short)
         now = self.path.now
         while backlog and len(in_flight) < self.max_in_flight:
             tid, roots, frame = backlog.popleft()
@@ -93,6 +130,94 @@ class BoltLink(Link):
         if self.full and len(backlog) < self.max_queued // 2 + 1:
             self.full = False
             self.path.on_backpressure(self, False)
+
+    def _forget(self, most: int) -> None:
+        """Forget up to `most` of the oldest tuples in flight that the bolt will not ack, or
+        whose ack could change nothing, so that the flow goes on past a bolt that does not ack
+        (Storm's `ShellBolt` keeps them for ever; here memory stays bounded). Oldest first (a
+        dict keeps the order written), stopping at the first that must still be waited for, so
+        the cost is the tuples forgotten plus one. A tuple may be forgotten when:
+        - it is tracked and none of its spout tuples is pending any more (timed out, failed,
+          or their spout task died): the acker would ignore its ack;
+        - it is not tracked (no spout tuple waits for it), and the bolt has read past it (it
+          answered a heartbeat written after it: components read their input in order) and has
+          acked and failed nothing since it was written; or it has been in flight for
+          `topology.message.timeout.secs` (it would have timed out, had it been tracked), or
+          the bolt has had tuples in flight and acked and failed none for that long (a
+          component without heartbeats).
+        A tracked tuple whose spout tuples are pending is waited for (that is backpressure),
+        and so is an untracked one that a slow bolt has not reached yet, or while the bolt acks
+        others: without that patience a slow bolt that does ack would lose its bound. When the
+        first tuple to wait for may be one the bolt read past without acking, a heartbeat is
+        written to find out (a probe: its `sync` says so). Nothing is forgotten while the
+        bolt's stdin pipe is full (it is not reading): what is written in place of forgotten
+        tuples must not pile up here."""
+        if self.out_pending:
+            return
+        path = self.path
+        pending = path.acker.pending_any
+        patience = path.acker.timeout_secs
+        now = path.now
+        answered_at, read_past = self.answered_at, self.read_past
+        since = self.busy_since
+        silent = since is not None and now - max(answered_at, since) >= patience
+        written_before = now - patience
+        in_flight = self.in_flight
+        doomed: list[int] = []
+        for tid, entry in in_flight.items():
+            roots = entry[0]
+            if roots:
+                if pending(roots):
+                    break
+            elif not silent and entry[2] > written_before:
+                written = entry[2]
+                if answered_at >= written:
+                    break  # it acked since: wait for this one
+                if written >= read_past:  # not read past yet: ask, unless a heartbeat will say
+                    beats = self.beats
+                    if self.component.heartbeats and not (beats and beats[-1] >= written):
+                        self.heartbeat()
+                    break
+            doomed.append(tid)
+            if len(doomed) >= most:
+                break
+        if not doomed:
+            return
+        tracked = bool(in_flight[doomed[0]][0])
+        held = len(in_flight)
+        for tid in doomed:
+            del in_flight[tid]
+        self.stats.never_acked += len(doomed)
+        self.forgot = True
+        if not self.warned:
+            self._warn(held, tracked)
+
+    def _warn(self, held: int, tracked: bool) -> None:
+        """One warning per component (the first of its tasks to forget a tuple), also shown
+        among the component's log lines in the live view and the web UI."""
+        self.warned = True
+        for other in self.path.links.values():
+            if other is not self and other.cid == self.cid and getattr(other, "warned", False):
+                return
+        why = (
+            "whose spout tuples timed out or failed"
+            if tracked
+            else "that no spout tuple tracks and that it left unacked"
+        )
+        text = (
+            f"bolt {self.name} has {held:,} tuples written and never acked {why}; forgetting "
+            "the oldest so the flow goes on (counted as never_acked) — does it ack its tuples?"
+        )
+        log.warning("%s (pid %s)", text, self.log.pid)
+        self.log.observe.log(self.cid, self.task, "WARNING", text)
+
+    def flush(self) -> bool:
+        stalled = bool(self.out_pending)
+        done = super().flush()
+        if stalled and done and self.backlog:
+            self.refill()  # the pipe drained: what `_forget` held back may go now
+            done = super().flush()
+        return done
 
     def busy_seconds(self, now: float) -> float:
         return self.busy_total + (now - self.busy_since if self.busy_since is not None else 0.0)
@@ -120,11 +245,15 @@ class BoltLink(Link):
                         path.bolt_emit(self, m)
                         emitted += 1
                     elif typ is Ack:
-                        try:  # ids are positive: -1 (not a string) is never in flight
-                            key = int(m.id) if type(m.id) is str else -1
+                        try:  # ids are signed 64-bit: 2**64 (not a string) is never in flight
+                            key = int(m.id) if type(m.id) is str else 1 << 64
                             entry = in_flight.pop(key)
                         except (KeyError, ValueError):
-                            key = self._in_flight_key(m.id, m)  # raises the Fault that says why
+                            found = self._in_flight_key(m.id, m)  # or the Fault that says why
+                            if found is None:  # a forgotten tuple's late ack: nothing to do
+                                acked += 1
+                                continue
+                            key = found
                             entry = in_flight.pop(key)
                         acked += 1
                         if not key & 7:  # a sample: the ids are random
@@ -135,13 +264,19 @@ class BoltLink(Link):
                             if done:
                                 path.spout_outcomes(done, ok=True)
                     elif typ is Fail:
-                        key = self._in_flight_key(m.id, m)
-                        roots = in_flight.pop(key)[0]
+                        found = self._in_flight_key(m.id, m)
                         self.stats.executed += 1
                         self.stats.failed += 1
+                        self.answered_at = now
+                        if found is None:
+                            continue  # a forgotten tuple: its spout tuples are already gone
+                        roots = in_flight.pop(found)[0]
                         if roots:
                             path.spout_outcomes(path.acker.fail(roots), ok=False)
-                    elif typ is not Sync:
+                    elif typ is Sync:  # a heartbeat's answer: components answer in order
+                        if self.beats:
+                            self.read_past = self.beats.popleft()
+                    else:
                         self.common(m, typ)
                 except Fault as fault:
                     if not path.strict:
@@ -152,6 +287,8 @@ class BoltLink(Link):
             stats.acked += acked
             stats.executed += acked
             stats.emitted += emitted
+            if acked:
+                self.answered_at = now
             if self.backlog:  # once per read, not per ack: the freed slots are written together
                 self.refill()
             if in_flight:
@@ -163,13 +300,17 @@ class BoltLink(Link):
     def in_flight_entry(self, tuple_id: Any, m: Emit) -> list:
         """The in-flight entry of an emit's anchor; a Fault when it is not in flight."""
         try:
-            return self.in_flight[int(tuple_id) if type(tuple_id) is str else -1]
+            return self.in_flight[int(tuple_id) if type(tuple_id) is str else 1 << 64]
         except (KeyError, ValueError):
-            return self.in_flight[self._in_flight_key(tuple_id, m)]
+            key = self._in_flight_key(tuple_id, m)
+            # anchored to a forgotten tuple: it has no spout tuple left to anchor to
+            return [(), 0, 0.0] if key is None else self.in_flight[key]
 
-    def _in_flight_key(self, tuple_id: Any, m: Any) -> int:
+    def _in_flight_key(self, tuple_id: Any, m: Any) -> int | None:
         """The key of a tuple id that message `m` refers to; a Fault when it is not in flight
-        (Storm's ids are strings: a number never matches one)."""
+        (Storm's ids are strings: a number never matches one). None instead of the Fault once
+        this process had tuples forgotten (`_forget`): the id may be one of them, answered
+        late, and ids are not kept to tell (see docs/protocol.md §4.5)."""
         if type(tuple_id) is str:
             try:
                 key = int(tuple_id)
@@ -182,15 +323,21 @@ class BoltLink(Link):
         else:
             what = f"{type(m).__name__.lower()} of tuple"
             raw = dumps({"command": type(m).__name__.lower(), "id": tuple_id})
+        if self.forgot:
+            return None
         raise Fault(
             f"{what} {tuple_id!r}, which is not pending (never sent, or already acked or failed)",
             raw,
+            m,
         )
 
     # -- timers ----------------------------------------------------------------------------------
     def heartbeat(self) -> None:
         """Storm's `ShellBolt` heartbeat: a tuple on `__heartbeat` that must be answered with
-        `sync` (see docs/protocol.md §4.7)."""
+        `sync` (see docs/protocol.md §4.7). Also a probe (`_forget`)."""
+        beats = self.beats
+        if len(beats) < MAX_BEATS:  # else a later sync is taken for an older one: no harm
+            beats.append(self.path.now)
         self.write(
             self.ser.encode(TupleMessage(str(new_id()), None, HEARTBEAT_STREAM, SYSTEM_TASK, []))
         )

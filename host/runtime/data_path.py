@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from host.errors import RoutingError
 from host.observe.metrics import LatencyHistogram
-from host.runtime.acker import Acker, Outcome
+from host.runtime.acker import ID_OFFSET, Acker, Outcome
 from host.runtime.link import Fault, Link, emit_text
 from host.runtime.router import Router
 from multilang.codec import EncodeError
@@ -27,6 +27,13 @@ if TYPE_CHECKING:
     from host.runtime.spout_link import SpoutLink
 
 log = logging.getLogger("host")
+
+_NO_TARGETS: list[int] = []
+
+
+def _nowhere(values: list) -> list[int]:
+    """The route of a stream nobody subscribes to, once a wrong field count was seen on it."""
+    return _NO_TARGETS
 
 
 class DataPath:
@@ -39,6 +46,7 @@ class DataPath:
         self.dirty: set[Link] = set()  # links with frames to write this turn
         self.stopping = False  # the run is draining: spouts get no `next`
         self.strict = False
+        self.unchecked: set[tuple[str, str]] = set()  # (component, stream): see `_unsubscribed`
         self.spout_acked = self.spout_failed = self.spout_timed_out = 0
         self.complete_latency = LatencyHistogram()
         # taps for tests and tracing, called when set: on_emit(component, task, Emit) for every
@@ -60,7 +68,28 @@ class DataPath:
                 return choose(m.values)
             return [self.router.direct_target(link.cid, m.stream, m.values, m.task)]
         except RoutingError as exc:
-            raise Fault(str(exc), emit_text(m)) from None
+            if m.task is None and self.router.unsubscribed(link.cid, m.stream):
+                return self._unsubscribed(link, m, str(exc))
+            raise Fault(str(exc), emit_text(m), m) from None
+
+    def _unsubscribed(self, link: Link, m: Emit, wrong: str) -> list[int]:
+        """A wrong field count on a stream nobody subscribes to. Storm checks the count when it
+        builds a copy of the tuple for a target task (`TupleImpl`, from `BoltOutputCollectorImpl`
+        and `SpoutOutputCollectorImpl`), so there the emit goes nowhere, unnoticed; here too, and
+        this task's emits on the stream skip the check from now on. --strict: one warning per
+        component and stream."""
+        link.routes[m.stream] = _nowhere
+        key = (link.cid, m.stream)
+        if key not in self.unchecked:
+            self.unchecked.add(key)
+            if self.strict:
+                text = (
+                    f"{wrong}; nobody subscribes to it, so the tuple goes nowhere and, as in "
+                    "Storm, the count is not checked (said once per component and stream)"
+                )
+                link.log.observe.log(link.cid, link.task, "WARNING", text)
+                log.warning("%s pid=%s: %s", link.name, link.log.pid, text)
+        return _NO_TARGETS
 
     def bolt_emit(self, link: BoltLink, m: Emit) -> None:
         """An emit by a bolt, anchored to tuples it has in flight (or to none)."""
@@ -111,6 +140,7 @@ class DataPath:
         """One copy of the tuple per target task, each with its own tuple id; returns the XOR of
         those ids. Values are serialized once per serializer the targets speak."""
         links = self.links
+        offset = ID_OFFSET
         xor = 0
         ser = None
         prefix = values = b""
@@ -129,10 +159,12 @@ class DataPath:
                     values = ser.values(m.values)
                 except EncodeError as exc:
                     raise Fault(
-                        f"emitted values that cannot be written to {b.cid}: {exc}", emit_text(m)
+                        f"emitted values that cannot be written to {b.cid}: {exc}",
+                        emit_text(m),
+                        m,
                     ) from None
                 tuple_frame = ser.tuple_frame
-            tid = getrandbits(64) or 1  # acker.new_id(), inlined: once per routed tuple
+            tid = getrandbits(64) - offset or 1  # acker.new_id(), inlined: once per routed tuple
             xor ^= tid
             b.offer(tid, roots, tuple_frame(prefix, values, tid))
         link.stats.transferred += len(targets)

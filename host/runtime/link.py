@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from host.observe.metrics import MAX_METRIC_NAMES, ComponentStats, update_metric
@@ -32,13 +33,20 @@ LOG_LEVELS = {
 }
 
 
+# how much of a message a failure report shows (then its size)
+REPORT_BYTES = 300
+
+
 class Fault(Exception):
     """A message that breaks the protocol or the topology's rules: its task is killed and
-    restarted (with --strict, the message is reported and dropped instead)."""
+    restarted (with --strict, the message is reported and dropped instead). `message` is the
+    typed message at fault, by which the report finds the bytes the component wrote
+    (`Link.raw_of`); `raw` is the report's fallback: the message as parsed, re-encoded."""
 
-    def __init__(self, reason: str, raw: bytes | str | None = None):
+    def __init__(self, reason: str, raw: bytes | str | None = None, message: Any = None):
         self.reason = reason
         self.raw = raw
+        self.message = message
         super().__init__(reason)
 
 
@@ -68,6 +76,9 @@ class Link:
         self.await_since: float | None = None  # since when it owes an answer (liveness)
         self.last_sent: bytes | None = None  # for failure reports
         self.last_received: bytes | None = None
+        # the bytes its process wrote for a message of its latest read, or None (set by the
+        # supervision; see `Fault`)
+        self.raw_of: Callable[[Any], bytes | None] = lambda message: None
         # per output stream: the router's chooser, and (serializer, tuple prefix) of the last
         # serializer written to; filled on first use
         self.routes: dict[str, Any] = {}
@@ -89,6 +100,7 @@ class Link:
         self.out_pending = b""
         self.running = False
         self.await_since = None
+        self.last_sent = self.last_received = None
 
     def detach(self) -> None:
         """The process is gone: nothing more is written, nothing owed."""
@@ -154,7 +166,7 @@ class Link:
                     MAX_METRIC_NAMES,
                 )
         elif typ is Pid:
-            raise Fault("sent a second pid reply", dumps(m._asdict()))
+            raise Fault("sent a second pid reply", dumps(m._asdict()), m)
         elif typ is UnknownCommand:
             if self.is_spout:  # Storm kills the spout; logging is kinder and loses nothing
                 log.warning(
@@ -164,14 +176,14 @@ class Link:
             raise Fault(
                 f"a spout sent `{m.__class__.__name__.lower()}`, which only bolts may",
                 dumps(m._asdict()),
+                m,
             )
 
     def misuse(self, fault: Fault) -> None:
         """--strict: a message that breaks the protocol is reported and dropped; the component
         keeps running (Storm kills it; this is the kinder choice while developing)."""
-        text = f"protocol misuse: {fault.reason}"
-        if fault.raw:
-            text += f"; it wrote {raw_text(fault.raw)}"
+        raw = self.raw_of(fault.message) if fault.message is not None else None
+        text = f"protocol misuse: {fault.reason}{wrote_text(fault.raw if raw is None else raw)}"
         self.stats.error(text)
         self.log.observe.log(self.cid, self.task, "ERROR", text)
         log.error(
@@ -182,8 +194,15 @@ class Link:
         )
 
 
-def raw_text(raw: bytes | str) -> str:
-    return raw if isinstance(raw, str) else shorten(raw)
+def wrote_text(raw: bytes | str | None) -> str:
+    """What a failure report says of the message at fault: the bytes the component wrote
+    (escaped, cut, sized: `shorten`), or, when they are gone (a message it wrote before its pid
+    reply, in an earlier read), the message as the host parsed it, said to be that."""
+    if not raw:
+        return ""
+    if isinstance(raw, str):
+        return f"; the message, as parsed: {raw}"
+    return f"; it wrote {shorten(raw, REPORT_BYTES)}"
 
 
 def emit_text(m: Emit) -> str:

@@ -229,6 +229,11 @@ class Router:
                 f"emit to stream '{stream}', which '{source}' does not declare"
             ) from None
 
+    def unsubscribed(self, source: str, stream: str) -> bool:
+        """`source` declares `stream` and no bolt subscribes to it."""
+        route = self._routes.get((source, stream))
+        return route is not None and not route.choosers and not route.has_direct
+
     def direct_target(self, source: str, stream: str, values: list, task: int) -> int:
         """Check a direct emit to `task`; returns the task."""
         route = self._route(source, stream, values)

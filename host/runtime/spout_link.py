@@ -1,12 +1,16 @@
 """The host's end of a spout task: the commands it is sent (`next`, `ack`, `fail`, `activate`,
 `deactivate`), their `sync`s, its emits, its pending cap and its idle back-off.
 
-Storm's `ShellSpout` writes one command and waits for its `sync`. We write `activate` and
-`deactivate` that way, but keep up to `host.spout.next.depth` exchanges in flight, an exchange
-being one `next` or one batch of up to `host.spout.ack.batch` queued `ack` / `fail` commands; their
-syncs are matched in order (docs/protocol.md §5). `topology.max.spout.pending` caps the spout
-tuples pending in the acker per task, counting what the `next`s in flight are expected to emit.
-A spout whose `next` emits nothing is asked again after a back-off (up to
+Storm's `ShellSpout` writes one command and waits for its `sync` before the next, and that is
+what every spout gets here unless its library says, in its pid reply, that it answers commands
+strictly in order (the `pipeline/1` extension; or the component's `pipelining` switch says so):
+storm.js, for one, runs each command as it arrives and syncs whenever its callback ends, so two
+commands in flight would run two `nextTuple`s at once. A pipelining spout is kept up to
+`host.spout.next.depth` exchanges ahead, an exchange being one `next` or one batch of up to
+`host.spout.ack.batch` queued `ack` / `fail` commands; `activate` and `deactivate` always go
+alone. Syncs are matched to commands in order (docs/protocol.md §5). `topology.max.spout.pending`
+caps the spout tuples pending in the acker per task, counting what the `next`s in flight are
+expected to emit. A spout whose `next` emits nothing is asked again after a back-off (up to
 `host.spout.idle.max.sleep.ms`), so an idle topology costs next to nothing.
 """
 
@@ -22,7 +26,7 @@ from host.runtime.link import Fault, Link
 from host.runtime.task_log import TaskLog
 from host.topology.model import Component
 from multilang.codec import EncodeError
-from multilang.messages import Emit, SpoutCommand, Sync
+from multilang.messages import PIPELINE_EXT, Emit, SpoutCommand, Sync
 from multilang.serializers import Serializer
 
 # a `next` is written ahead of the previous one's sync only while the `next`s in flight are
@@ -44,6 +48,7 @@ class SpoutLink(Link):
         log: TaskLog,
         *,
         max_pending: int | None,
+        pipelining: bool | None,
         next_depth: int,
         ack_batch: int,
         idle_max_sleep: float,
@@ -54,8 +59,14 @@ class SpoutLink(Link):
         self.activate_frame = ser.encode(SpoutCommand("activate", ""))
         self.deactivate_frame = ser.encode(SpoutCommand("deactivate", ""))
         self.max_pending = max_pending  # topology.max.spout.pending
-        self.next_depth = next_depth
-        self.ack_batch = ack_batch
+        # None: pipeline if the library announces `pipeline/1`; True / False: the component's
+        # switch, whatever it announces (see `negotiate`)
+        self.pipelining = pipelining
+        self.pipelined_depth = next_depth
+        self.pipelined_ack_batch = ack_batch
+        # this process's limits: lock-step (1, 1) until its pid reply says otherwise
+        self.next_depth = 1
+        self.ack_batch = 1
         self.idle_max_sleep = idle_max_sleep
         self.paused = False  # a downstream bolt's queue is full: no `next`
         # commands written and not yet answered by `sync`, oldest first
@@ -80,6 +91,19 @@ class SpoutLink(Link):
         self.nexts_out = self.acks_out = self.emits_per_next = 0
         self.idle_sleep = 0.0
         self.next_at = 0.0
+        self.next_depth = self.ack_batch = 1  # a new process: lock-step until its pid reply
+
+    def negotiate(self, ext: tuple[str, ...]) -> None:
+        """Its pid reply came with these extensions: pipeline commands or keep to lock-step."""
+        on = PIPELINE_EXT in ext if self.pipelining is None else self.pipelining
+        if on:
+            self.next_depth, self.ack_batch = self.pipelined_depth, self.pipelined_ack_batch
+        else:
+            self.next_depth = self.ack_batch = 1
+
+    @property
+    def pipelined(self) -> bool:
+        return self.next_depth > 1 or self.ack_batch > 1
 
     @property
     def waiting(self) -> bool:

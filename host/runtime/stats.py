@@ -40,7 +40,7 @@ def snapshot(sup: Supervisor) -> Snapshot:
             "capacity": round(max(d["capacity"] for d in details), 3),
         }
         if tasks[0].link.is_spout:
-            del data["capacity"]  # a bolt's figure
+            del data["capacity"], data["never_acked"]  # a bolt's figures
         components[cid] = data
     latency = path.complete_latency
     return {
@@ -93,7 +93,7 @@ def _task_detail(sup: Supervisor, task: Task, now: float) -> TaskSnapshot:
         gauges.usage = sup.observe.usage(link.log.pid)
     cpu, rss = gauges.usage
     stats = link.stats
-    return {
+    detail: TaskSnapshot = {
         "task": link.task,
         "pid": link.log.pid if alive else None,
         "state": task.state.value,
@@ -111,3 +111,6 @@ def _task_detail(sup: Supervisor, task: Task, now: float) -> TaskSnapshot:
         "cpu_percent": cpu,
         "rss_bytes": rss,
     }
+    if not link.is_spout:
+        detail["never_acked"] = stats.never_acked
+    return detail

@@ -20,14 +20,14 @@ from host.observe.observations import Observations
 from host.runtime.bolt_link import BoltLink
 from host.runtime.data_path import DataPath
 from host.runtime.lifecycle import Lifecycle, RestartPolicy, State
-from host.runtime.link import Fault, Link, raw_text
+from host.runtime.link import REPORT_BYTES, Fault, Link, wrote_text
 from host.runtime.loop import EventLoop
 from host.runtime.process import Child, Launcher, child_environment, describe_exit
 from host.runtime.reaping import reap
 from host.runtime.spout_link import SpoutLink
 from host.runtime.stats import Gauges
 from host.topology.settings import Settings
-from multilang.codec import EncodeError, ProtocolError
+from multilang.codec import EncodeError, ProtocolError, shorten
 from multilang.messages import Handshake, Pid
 
 log = logging.getLogger("host")
@@ -57,6 +57,17 @@ class Task:
         self.writing = False  # its stdin is watched for room (a write was partial)
         self.backoff = 0.0
         self.gauges = Gauges()
+        self.batch: Any = ()  # the messages of the read being handled, for `raw_of`
+        link.raw_of = self.raw_of
+
+    def raw_of(self, message: Any) -> bytes | None:
+        """The bytes its process wrote for `message`, if it is one of the read being handled:
+        found again by the decoder, only when a report needs them (docs/contracts.md)."""
+        for i, m in enumerate(self.batch):
+            if m is message:
+                frames = self.decoder.frames()
+                return frames[i] if i < len(frames) else None
+        return None
 
     @property
     def name(self) -> str:
@@ -137,7 +148,7 @@ class Supervision:
                 f"no pid reply within {self.settings.handshake_timeout_secs:g}s of the handshake",
             )
 
-    def _on_pid(self, task: Task) -> None:
+    def _on_pid(self, task: Task, reply: Pid) -> None:
         link = task.link
         task.lifecycle.to(State.RUNNING)
         self.loop.deadlines.cancel(("handshake", link.task))
@@ -145,6 +156,7 @@ class Supervision:
         link.await_since = None  # the handshake is answered
         log.debug("%s pid=%s: handshake done", link.name, link.log.pid)
         if isinstance(link, SpoutLink):
+            link.negotiate(reply.ext)
             link.activate()
         else:
             link.refill()
@@ -189,14 +201,18 @@ class Supervision:
         try:
             messages = task.decoder.feed(data)
         except ProtocolError as exc:
+            task.batch = exc.decoded
             try:
                 for m in exc.decoded:
                     self._handle_one(task, m)
             except Fault as fault:
-                self.fault(task, fault.reason, fault.raw)
+                self._fault_on(task, fault)
                 return
+            finally:
+                task.batch = ()
             self.fault(task, f"protocol error: {exc.reason}", exc.raw)
             return
+        task.batch = messages
         try:
             if link.running:
                 link.handle(messages)
@@ -204,16 +220,25 @@ class Supervision:
                 for m in messages:
                     self._handle_one(task, m)
         except Fault as fault:
-            self.fault(task, fault.reason, fault.raw)
+            self._fault_on(task, fault)
+        finally:
+            task.batch = ()
+
+    def _fault_on(self, task: Task, fault: Fault) -> None:
+        """A message broke the rules: the report shows the bytes it was, when still at hand."""
+        raw = task.raw_of(fault.message) if fault.message is not None else None
+        self.fault(task, fault.reason, fault.raw if raw is None else raw)
 
     def _handle_one(self, task: Task, m: Any) -> None:
         """One message off the data path: before the pid reply, or replayed after it."""
         state = task.state
         if state is State.STARTING:
             if type(m) is Pid:
-                self._on_pid(task)
+                self._on_pid(task, m)
             elif len(task.pre_pid) >= PRE_PID_MESSAGES:  # kept until the pid: bound them
-                raise Fault(f"wrote more than {PRE_PID_MESSAGES} messages before its pid reply")
+                raise Fault(
+                    f"wrote more than {PRE_PID_MESSAGES} messages before its pid reply", message=m
+                )
             else:
                 task.pre_pid.append(m)
         elif state is State.RUNNING:
@@ -381,9 +406,9 @@ class Supervision:
         self.loop.deadlines.cancel(("tick", link.task))
         self.loop.deadlines.cancel(("eof", link.task))
         pid = link.log.pid if child is not None else None
-        detail = f"{link.name} pid={pid}: {reason}"
-        if raw:
-            detail += f"; it wrote {raw_text(raw)}"
+        detail = f"{link.name} pid={pid}: {reason}{wrote_text(raw)}"
+        if link.last_sent is not None:
+            detail += f"; the host last wrote to it {shorten(link.last_sent, REPORT_BYTES)}"
         if exit_text:
             detail += f"; {exit_text}"
         tail = link.log.tail

@@ -27,7 +27,7 @@ from typing import Any
 from host.observe.metrics import ComponentStats, LatencyHistogram
 from host.observe.observations import Observations
 from host.observe.snapshot import Snapshot
-from host.runtime import stats
+from host.runtime import debug_log, stats
 from host.runtime.acker import Acker
 from host.runtime.bolt_link import BoltLink
 from host.runtime.context import HandshakeCache, assign_tasks
@@ -96,6 +96,7 @@ class Supervisor:
         self._blocked_downstream: dict[str, int] = {c.id: 0 for c in topology.components}
         self._sources = {c.id: {i.source for i in c.inputs} for c in topology.components}
         self._build_tasks()
+        debug_log.install(topology, self.path)  # topology.debug: nothing unless it is on
         self.phase = "new"  # new, running, draining, stopping, done
         self.started_at = 0.0
         self._end_at: float | None = None
@@ -129,7 +130,15 @@ class Supervisor:
                         task_stats,
                         task_log,
                         max_pending=own.max_spout_pending,
-                        next_depth=1 if self.strict else settings.spout_next_depth,
+                        # --strict: Storm's exchange, one command at a time, for every spout
+                        pipelining=False
+                        if self.strict
+                        else (
+                            settings.spout_pipelining
+                            if comp.pipelining is None
+                            else comp.pipelining
+                        ),
+                        next_depth=settings.spout_next_depth,
                         ack_batch=settings.spout_ack_batch,
                         idle_max_sleep=settings.spout_idle_max_sleep_secs,
                     )
@@ -393,12 +402,10 @@ class Supervisor:
             if task.state is not State.RUNNING:
                 continue
             self.supervision.check(task, now, self.strict)
-            if (
-                task.state is State.RUNNING
-                and isinstance(link, BoltLink)
-                and link.component.heartbeats
-            ):
-                link.heartbeat()
+            if task.state is State.RUNNING and isinstance(link, BoltLink):
+                link.refill()  # timeouts may have made tuples it never acked forgettable
+                if link.component.heartbeats:
+                    link.heartbeat()
 
     def _report(self) -> None:
         self.loop.deadlines.at("report", self.loop.now + self.report_every, self._report)

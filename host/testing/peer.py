@@ -31,7 +31,7 @@ from multilang.paths import client_environment
 from multilang.serializers import Serializer
 from multilang.serializers import serializer as serializer_named
 
-_HOST_TUPLE_ID = re.compile(r"0|[1-9][0-9]{0,19}")  # what the host's own tuple ids look like
+_HOST_TUPLE_ID = re.compile(r"0|-?[1-9][0-9]{0,18}")  # what the host's own tuple ids look like
 MessageKind = type | tuple[type, ...]  # what `read_until` waits for, as isinstance takes it
 
 
@@ -96,6 +96,7 @@ class ComponentPeer:
         )
         self.argv = list(argv)
         self.pid_dir = tempfile.mkdtemp(prefix="peer-pids-")
+        self.extensions: tuple[str, ...] = ()  # set by `handshake`
         full_env = client_environment(env)
         full_env["PATH"] = host_bin_dir() + os.pathsep + full_env.get("PATH", "")
         self.transcript: list[str] = []
@@ -198,6 +199,7 @@ class ComponentPeer:
         assert isinstance(pid, Pid), f"expected the pid reply, got {pid!r}"
         self.wait_pid_file(pid.pid, timeout)
         assert str(pid.pid) in os.listdir(self.pid_dir), "pid file not created"
+        self.extensions = pid.ext  # what its pid reply announced (docs/protocol.md)
         return pid.pid
 
     def wait_pid_file(self, pid: int, timeout: float = 10) -> bool:
@@ -214,7 +216,7 @@ class ComponentPeer:
         stream: str = "default",
         task: int = 1,
     ) -> None:
-        if _HOST_TUPLE_ID.fullmatch(id) and int(id) < 2**64:
+        if _HOST_TUPLE_ID.fullmatch(id) and -(2**63) <= int(id) < 2**63:
             ser = self.serializer  # the host's data path: these frames must be read the same
             data = ser.tuple_frame(
                 ser.tuple_prefix(comp, stream, task), ser.values(values), int(id)

@@ -18,6 +18,7 @@ from pathlib import Path
 from host.errors import TopologyError
 from host.topology.commands import check_command
 from host.topology.config_check import check_config
+from host.topology.kafka_components import expand as expand_kafka
 from host.topology.model import (
     ALL,
     BOLT,
@@ -88,6 +89,8 @@ class RawComponent:
     heartbeats: object
     activate: object
     inputs: list[RawInput] = field(default_factory=list)
+    pipelining: object = None
+    kafka: object = None  # a `kafka:` block: command, outputs and config come from it
 
 
 def _field_list(fields: tuple[object, ...]) -> object:
@@ -175,9 +178,11 @@ class TopologyBuilder:
         serializer: str = "json",
         heartbeats: bool = True,
         activate: bool = True,
+        pipelining: bool | None = None,
     ) -> ComponentDeclarer:
         """Declare a spout. `outputs`: a list of field names (the default stream) or a mapping
-        stream -> field names. `cwd` is relative to the topology's directory."""
+        stream -> field names. `cwd` is relative to the topology's directory. `pipelining`: see
+        docs/protocol.md, "Protocol extensions" (None: as its library announces)."""
         return self._add(
             RawComponent(
                 id,
@@ -191,6 +196,7 @@ class TopologyBuilder:
                 serializer,
                 heartbeats,
                 activate,
+                pipelining=pipelining,
             )
         )
 
@@ -223,6 +229,40 @@ class TopologyBuilder:
                 True,
             )
         )
+
+    def kafka_spout(
+        self,
+        id: str,
+        settings: Mapping[str, object],
+        parallelism: int = 1,
+        *,
+        outputs: Sequence[str] | None = None,
+        config: Mapping[str, object] | None = None,
+    ) -> ComponentDeclarer:
+        """Declare the ready Kafka spout: `settings` are the keys of a native `kafka:` block,
+        e.g. `{"bootstrap.servers": "127.0.0.1:9092", "topics": ["sentences"]}`; the outputs
+        follow from the translator (docs/kafka.md)."""
+        raw = RawComponent(
+            id, SPOUT, None, outputs, parallelism, config, None, None, "json", True, True
+        )
+        raw.kafka = dict(settings) if isinstance(settings, Mapping) else settings
+        return self._add(raw)
+
+    def kafka_bolt(
+        self,
+        id: str,
+        settings: Mapping[str, object],
+        parallelism: int = 1,
+        *,
+        config: Mapping[str, object] | None = None,
+    ) -> ComponentDeclarer:
+        """Declare the ready Kafka bolt, e.g. `{"bootstrap.servers": ..., "topic": "counts"}`;
+        subscribe it with the returned declarer."""
+        raw = RawComponent(
+            id, BOLT, None, None, parallelism, config, None, None, "json", True, True
+        )
+        raw.kafka = dict(settings) if isinstance(settings, Mapping) else settings
+        return self._add(raw)
 
     def _add(self, raw: RawComponent) -> ComponentDeclarer:
         self._components.append(raw)
@@ -285,6 +325,18 @@ class _FirstPass:
 
 def _first_pass(raw: RawComponent, base: Path, file: str | None) -> _FirstPass:
     component_id = check_id(raw.id, file)
+    if raw.kafka is not None:
+        if raw.command is not None:
+            raise TopologyError(
+                "give either a command or a kafka block (which runs the ready Kafka component)",
+                file=file,
+                component=component_id,
+                key="kafka",
+            )
+        raw = copy.copy(raw)
+        raw.command, raw.outputs, raw.config = expand_kafka(
+            raw.kind, raw.kafka, raw.config, raw.outputs, file=file, component=component_id
+        )
     if raw.config is not None and not isinstance(raw.config, dict):
         raise TopologyError(
             "config must be a mapping of keys to values",
@@ -325,6 +377,18 @@ def _second_pass(raw: RawComponent, first: _FirstPass, file: str | None) -> Comp
         serializer=serializer,
         heartbeats=heartbeats,
         activate=activate,
+        pipelining=_pipelining(raw.pipelining, file=file, component=first.id),
+    )
+
+
+def _pipelining(value: object, *, file: str | None, component: str) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    raise TopologyError(
+        f"must be true, false or null (as the library announces), got {value!r}",
+        file=file,
+        component=component,
+        key="pipelining",
     )
 
 

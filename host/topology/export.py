@@ -12,7 +12,8 @@ topology only uses what Flux can say; what it cannot say is reported with a warn
 a TopologyError (the exported file would not mean the same topology), never silently changed:
 * streams declared with no fields: Flux fails on empty lists given for Java arrays -> left out
   (an error if a bolt subscribes to one);
-* per-component `serializer`, `heartbeats`, `activate` (host-only switches) -> left out;
+* per-component `serializer`, `heartbeats`, `activate`, `pipelining` (host-only switches) -> left
+  out (Storm writes spouts one command at a time anyway);
 * a `cwd` other than the resources directory or the directory the host runs in -> left out
   (Storm runs every shell component in the topology's resources directory);
 * config or other outputs on a built-in (the Java classes have no such knobs) -> error.
@@ -35,7 +36,7 @@ from host.topology.flux_java import (
     TEST_WORD_SPOUT,
     Builtin,
     builtin_for_command,
-    resources_dir,
+    code_dir,
 )
 from host.topology.model import (
     ALL,
@@ -203,22 +204,22 @@ def _env_methods(c: Component) -> list[dict]:
 
 def _cwd_methods(c: Component, base: Path) -> list[dict]:
     cwd = os.path.normpath(c.cwd)
-    if cwd == os.path.normpath(resources_dir(c.command, base)):
+    if cwd == os.path.normpath(code_dir(base)):
         return []
     if cwd == os.path.normpath(os.getcwd()):
         return [{"name": "changeChildCWD", "args": [False]}]
     log.warning(
         "%s: cwd %s left out: Storm runs shell components in the topology's resources "
-        "directory (here %s, or resources/ beside it)",
+        "directory (here %s)",
         c.id,
         c.cwd,
-        base,
+        code_dir(base),
     )
     return []
 
 
 def _warn_host_only_switches(c: Component) -> None:
-    defaults = {"serializer": "json", "heartbeats": True, "activate": True}
+    defaults = {"serializer": "json", "heartbeats": True, "activate": True, "pipelining": None}
     for name, default in defaults.items():
         value = getattr(c, name)
         if value != default:

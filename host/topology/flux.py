@@ -12,16 +12,18 @@ What is understood:
   capped by `topology.max.task.parallelism` as Storm caps it), the per-component `config:` map.
 * Three well-known Java classes, run as built-in Python equivalents (`components/storm_builtins/`):
   `LogInfoBolt`, `TestWordCounter`, `TestWordSpout`. Any other Java class is an error.
+* `components` (beans), built in order as Flux builds them, `ref` / `reflist` wherever Flux
+  resolves them (`host.topology.flux_beans`): maps, lists, strings and `Fields` are emulated; a
+  bean of another class is an error naming it when a spout, bolt or grouping needs it, a warning
+  when none does.
 * `streams` with every Flux grouping type; CUSTOM only with `PartialKeyGrouping` (-> partial_key).
-  `components` only for `org.apache.storm.tuple.Fields` beans, which is how Storm's Flux passes
-  fields to `PartialKeyGrouping` (`constructorArgs: [{ref: <fields bean>}]`).
 * `includes` (files, `override` true/false, one level deep as in Flux).
 * `${ENV-NAME}` substitution on raw lines before parsing, only when asked (Flux's `-e`).
 
-Working directory of a shell component: the resources directory, i.e. the topology file's
-directory, or `resources/` beside it when that is where the component's script is (Storm runs
-components in the topology jar's `resources/`). `changeChildCWD(false)` means Storm's worker
-directory; here that is the directory the host was started from (`os.getcwd()` when loading).
+Working directory of a shell component: `resources/` beside the topology file when there is one
+(a topology jar's layout; Storm runs every shell component in the jar's `resources/`), else the
+topology file's directory. `changeChildCWD(false)` means Storm's worker directory; here that is
+the directory the host was started from (`os.getcwd()` when loading).
 
 Where this differs from Storm's Flux it is kinder (an error or a warning instead of a crash or a
 silent surprise); the differences are listed in examples/storm-flux/README.md.
@@ -38,6 +40,14 @@ from dataclasses import replace
 from pathlib import Path
 
 from host.errors import TopologyError
+from host.topology.flux_beans import (
+    ArgumentError,
+    Beans,
+    EmulatedComponent,
+    JavaClass,
+    Where,
+    build_object,
+)
 from host.topology.flux_document import (
     COMPONENT_KEYS,
     Definition,
@@ -46,12 +56,15 @@ from host.topology.flux_document import (
     read_flux,
 )
 from host.topology.flux_java import (
+    BEAN_CLASSES,
+    BUILTIN_CLASSES,
     BUILTINS,
+    COMPONENT_CLASSES,
     SHELL_CLASSES,
-    builtin_config,
-    fields_bean,
-    resources_dir,
-    shell_wrapper,
+    SHELL_JAVA,
+    ShellWrapper,
+    check_jar_layout,
+    code_dir,
 )
 from host.topology.flux_streams import stream_input
 from host.topology.model import BOLT, SPOUT, Component, Input, Topology
@@ -80,13 +93,13 @@ def load_flux(
     base = Path(os.path.abspath(base_dir))
     flux = read_flux(doc, file=file, base_dir=base, env_filter=env_filter)
     _multilang_serializer(flux.config, file)  # a bad value is an error even with no shell parts
-    fields_beans = {bean_id: fields_bean(d) for bean_id, d in flux.beans.items()}
-    spouts = [_component(d, SPOUT, flux, base) for d in flux.spouts.values()]
-    bolts = {d.body["id"]: _component(d, BOLT, flux, base) for d in flux.bolts.values()}
+    beans = Beans(flux.beans, BEAN_CLASSES)
+    spouts = [_component(d, SPOUT, flux, base, beans) for d in flux.spouts.values()]
+    bolts = {d.body["id"]: _component(d, BOLT, flux, base, beans) for d in flux.bolts.values()}
     declared = {c.id: c for c in (*spouts, *bolts.values())}
     inputs: dict[str, list[Input]] = {}
     for stream in flux.streams:
-        target, subscription = stream_input(stream, flux, declared, fields_beans)
+        target, subscription = stream_input(stream, flux, declared, beans)
         inputs.setdefault(target, []).append(subscription)
     left_out = [bolt_id for bolt_id in bolts if bolt_id not in inputs]
     if left_out:
@@ -97,6 +110,7 @@ def load_flux(
             ", ".join(left_out),
         )
     _check_sources(flux, left_out)
+    beans.warn_unused()
     components = (
         *spouts,
         *(
@@ -144,7 +158,7 @@ def _cap_tasks(c: Component, topology_config: dict, file: str | None) -> Compone
 # ---- spouts and bolts ---------------------------------------------------------------------------
 
 
-def _component(d: Definition, kind: str, flux: FluxDocument, base: Path) -> Component:
+def _component(d: Definition, kind: str, flux: FluxDocument, base: Path, beans: Beans) -> Component:
     body, component_id = d.body, d.body["id"]
     where = {"file": d.file, "component": component_id}
     check_keys(body, COMPONENT_KEYS, **where)
@@ -153,14 +167,7 @@ def _component(d: Definition, kind: str, flux: FluxDocument, base: Path) -> Comp
         raise TopologyError(
             f"className is required, e.g. {SHELL_CLASSES[kind]}", key="className", **where
         )
-    for key in ("factory", "factoryArgs"):
-        if body.get(key) is not None:
-            raise TopologyError(
-                "static factories build Java objects; the shell wrappers are "
-                "made with constructorArgs",
-                key=key,
-                **where,
-            )
+    build = Where(d.file, component_id)
     if class_name in SHELL_CLASSES.values():
         if class_name != SHELL_CLASSES[kind]:
             raise TopologyError(
@@ -169,7 +176,10 @@ def _component(d: Definition, kind: str, flux: FluxDocument, base: Path) -> Comp
                 key="className",
                 **where,
             )
-        shell = shell_wrapper(d)
+        shell = build_object(body, SHELL_JAVA[kind], beans, build, beans.use)
+        assert isinstance(shell, ShellWrapper)
+        cwd = os.getcwd() if shell.worker_dir else code_dir(base)
+        check_jar_layout(shell.argv, cwd, base, where)
         component = Component(
             id=component_id,
             kind=kind,
@@ -177,13 +187,20 @@ def _component(d: Definition, kind: str, flux: FluxDocument, base: Path) -> Comp
             outputs=shell.outputs,
             parallelism=_tasks(d),
             config=shell.config,
-            cwd=os.getcwd() if shell.worker_dir else resources_dir(shell.argv, base),
+            cwd=cwd,
             env=shell.env,
             serializer=_multilang_serializer(flux.config, d.file),
         )
     elif class_name in BUILTINS:
         builtin = BUILTINS[class_name]
-        config = builtin_config(d, kind, builtin)
+        if builtin.kind != kind:
+            raise TopologyError(
+                f"{builtin.class_name} is a {builtin.kind}, listed under {kind}s",
+                key="className",
+                **where,
+            )
+        config = build_object(body, BUILTIN_CLASSES[class_name], beans, build, beans.use)
+        assert isinstance(config, dict)
         component = Component(
             id=component_id,
             kind=kind,
@@ -191,13 +208,25 @@ def _component(d: Definition, kind: str, flux: FluxDocument, base: Path) -> Comp
             outputs=dict(builtin.outputs),
             parallelism=_tasks(d),
             config=config,
+            # a Java class in Storm, with no directory of its own: the topology file's (not
+            # resources/, where a user's package could shadow `components`)
             cwd=str(base),
         )
+    elif class_name in COMPONENT_CLASSES:
+        component = _emulated(d, kind, COMPONENT_CLASSES[class_name], base, beans, build)
     else:
+        needs = beans.unemulated_needs(body, build)
+        also = (
+            "; nor does it emulate the beans it is built from: "
+            + ", ".join(f"{u.bean_id!r} ({u.class_name})" for u in needs)
+            if needs
+            else ""
+        )
         raise TopologyError(
             f"Java class {class_name} cannot run here: this host runs shell components "
             f"({SHELL_CLASSES[kind]}) and, as built-in Python equivalents, "
-            f"{', '.join(b.short_name for b in BUILTINS.values())}",
+            f"{', '.join(b.short_name for b in BUILTINS.values())}; and as the ready Kafka "
+            f"components {' and '.join(COMPONENT_CLASSES)}{also}",
             key="className",
             **where,
         )
@@ -206,6 +235,28 @@ def _component(d: Definition, kind: str, flux: FluxDocument, base: Path) -> Comp
         # Flux applies the per-component `config:` map after the component's own configuration
         component = replace(component, config={**component.config, **config_map})
     return component
+
+
+def _emulated(
+    d: Definition, kind: str, java: JavaClass, base: Path, beans: Beans, build: Where
+) -> Component:
+    """A Storm library's spout or bolt that a ready component runs in its place (the Kafka
+    spout and bolt: host/topology/flux_kafka.py)."""
+    built = build_object(d.body, java, beans, build, beans.use)
+    assert isinstance(built, EmulatedComponent)
+    try:
+        command, outputs, config = built.as_component(kind)
+    except ArgumentError as exc:
+        raise build.error(str(exc), "className") from None
+    return Component(
+        id=d.body["id"],
+        kind=kind,
+        command=command,
+        outputs=outputs,
+        parallelism=_tasks(d),
+        config=config,
+        cwd=str(base),  # as for the built-ins: not resources/, which could shadow `components`
+    )
 
 
 def _multilang_serializer(config: dict, file: str | None) -> str:

@@ -1,11 +1,13 @@
-"""The Java classes of Storm that a Flux file may name, as this host stands in for them: the shell
-wrappers (`FluxShellSpout` / `FluxShellBolt`: constructors, configMethods, the `env` property,
-the working directory Storm's `ShellBolt.java` / `ShellSpout.java` give the child), three
-classes run as built-in Python equivalents, and the `org.apache.storm.tuple.Fields` bean.
+"""The Java classes of Storm that a Flux file may name, as this host emulates them (each a
+`JavaClass`, built the way Flux builds objects: `host.topology.flux_beans`): the shell wrappers
+(`FluxShellSpout` / `FluxShellBolt`: constructors, configMethods, the `env` property), three
+classes run as built-in Python equivalents, and `org.apache.storm.tuple.Fields`; and where a
+shell component runs (Storm's `ShellProcess.java`: the topology jar's `resources/`).
 See docs/flux.md for the subset of Flux this host supports."""
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -13,13 +15,16 @@ from pathlib import Path
 
 from host.errors import TopologyError
 from host.topology.commands import CODE_OPTIONS, check_command, looks_like_script
-from host.topology.flux_document import (
-    BEAN_KEYS,
-    CONFIG_METHOD_KEYS,
-    PROPERTY_KEYS,
-    Definition,
-    check_keys,
+from host.topology.flux_beans import Args, ArgumentError, JavaClass
+from host.topology.flux_kafka import KAFKA_BEAN_CLASSES, KAFKA_COMPONENT_CLASSES
+from host.topology.flux_storm_kafka import (
+    STORM_KAFKA_BEANS,
+    STORM_KAFKA_MODULE,
+    STORM_KAFKA_OUTPUTS,
+    STORM_KAFKA_SPOUT,
+    STORM_KAFKA_SPOUT_JAVA,
 )
+from host.topology.flux_values import VALUE_CLASSES
 from host.topology.model import BOLT, SPOUT
 from host.topology.settings import MAX_TASK_PARALLELISM
 from multilang.messages import DEFAULT_STREAM
@@ -68,6 +73,7 @@ BUILTINS: dict[str, Builtin] = {
         Builtin(LOG_INFO_BOLT, BOLT, "log_info_bolt", {}),
         Builtin(TEST_WORD_COUNTER, BOLT, "test_word_counter", {DEFAULT_STREAM: ("word", "count")}),
         Builtin(TEST_WORD_SPOUT, SPOUT, "test_word_spout", {DEFAULT_STREAM: ("word",)}),
+        Builtin(STORM_KAFKA_SPOUT, SPOUT, STORM_KAFKA_MODULE, STORM_KAFKA_OUTPUTS),
     )
 }
 
@@ -80,49 +86,42 @@ def builtin_for_command(command: Sequence[str]) -> Builtin | None:
     return None
 
 
-def builtin_config(d: Definition, kind: str, builtin: Builtin) -> dict[str, object]:
-    """A built-in listed under `kind`s -> the component config its constructor arguments mean.
-    The Java classes have no configMethods or properties Flux could use."""
-    body = d.body
-    where = {"file": d.file, "component": body["id"]}
-    if builtin.kind != kind:
-        raise TopologyError(
-            f"{builtin.class_name} is a {builtin.kind}, listed under {kind}s",
-            key="className",
-            **where,
+def _no_config(args: Args) -> dict[str, object]:
+    return {}
+
+
+def _test_word_spout(args: Args) -> dict[str, object]:
+    """TestWordSpout(boolean isDistributed): false limits it to one task, as its
+    getComponentConfiguration does."""
+    if not args:
+        return {}
+    (distributed,) = args
+    if not isinstance(distributed, bool):
+        raise ArgumentError(
+            f"TestWordSpout(boolean isDistributed) takes true or false, got {distributed!r}"
         )
-    for key in ("configMethods", "properties"):
-        if body.get(key):
-            raise TopologyError(
-                f"{builtin.short_name} has no {key} that Flux could use", key=key, **where
-            )
-    config: dict[str, object] = {}
-    args = body.get("constructorArgs") or []
-    if builtin.class_name == TEST_WORD_SPOUT and args in ([True], [False]):
-        # TestWordSpout(isDistributed=false) limits itself to one task
-        if args == [False]:
-            config[MAX_TASK_PARALLELISM] = 1
-    elif args:
-        accepted = "[] or [true|false] (isDistributed)" if builtin.kind == SPOUT else "none"
-        raise TopologyError(
-            f"no constructor of {builtin.short_name} takes {args!r}; constructorArgs: {accepted}",
-            key="constructorArgs",
-            **where,
-        )
-    return config
+    return {} if distributed else {MAX_TASK_PARALLELISM: 1}
+
+
+# What constructing each built-in means: the component config it sets. Their other public methods
+# are lifecycle methods (open, prepare, execute...), nothing a Flux file configures.
+BUILTIN_CLASSES: dict[str, JavaClass] = {
+    LOG_INFO_BOLT: JavaClass(
+        LOG_INFO_BOLT, {0: _no_config}, constructor_usage="it has only LogInfoBolt()"
+    ),
+    TEST_WORD_COUNTER: JavaClass(
+        TEST_WORD_COUNTER, {0: _no_config}, constructor_usage="it has only TestWordCounter()"
+    ),
+    TEST_WORD_SPOUT: JavaClass(
+        TEST_WORD_SPOUT,
+        {0: _test_word_spout, 1: _test_word_spout},
+        constructor_usage="constructorArgs: [] or [true|false] (isDistributed)",
+    ),
+    STORM_KAFKA_SPOUT: STORM_KAFKA_SPOUT_JAVA,  # flux_storm_kafka.py
+}
 
 
 # ---- the shell wrappers -------------------------------------------------------------------------
-
-# the configMethods of FluxShellSpout / FluxShellBolt (and the ShellSpout / ShellBolt they extend)
-# that Flux can call, by number of arguments
-SHELL_CONFIG_METHODS = {
-    "setDefaultStream": 1,
-    "setNamedStream": 2,
-    "addComponentConfig": 2,
-    "setEnv": 1,
-    "changeChildCWD": 1,
-}
 
 
 @dataclass
@@ -136,203 +135,178 @@ class ShellWrapper:
     worker_dir: bool = False  # changeChildCWD(false): run in the worker's directory
 
 
-def shell_wrapper(d: Definition) -> ShellWrapper:
-    """A FluxShellSpout / FluxShellBolt definition -> what constructing and configuring the Java
-    object would set."""
-    body, component_id = d.body, d.body["id"]
-    where = {"file": d.file, "component": component_id}
-    args = body.get("constructorArgs")
-    if not isinstance(args, list) or len(args) not in (1, 2):
-        raise TopologyError(
-            "constructorArgs must be [[command, args...]] or [[command, args...], [output fields]]",
-            key="constructorArgs",
-            **where,
-        )
-    argv = check_command(args[0], file=d.file, component=component_id)
-    outputs: dict[str, tuple[str, ...]] = {}
-    if len(args) == 2:
-        outputs[DEFAULT_STREAM] = field_list(args[1], key="constructorArgs[1]", **where)
-    shell = ShellWrapper(argv, outputs)
-    for i, method in enumerate(_list(body, "configMethods", where)):
-        _config_method(shell, method, f"configMethods[{i}]", where)
-    for i, prop in enumerate(_list(body, "properties", where)):
-        _property(shell, prop, f"properties[{i}]", where)
-    return shell
+def _new_shell(args: Args) -> ShellWrapper:
+    """FluxShellSpout / FluxShellBolt (String[] command) and (String[] command, String[]
+    outputFields)."""
+    try:
+        argv = check_command(args[0], file=None, component="")
+    except TopologyError as exc:
+        raise ArgumentError(f"the command {exc.problem}") from None
+    outputs = {DEFAULT_STREAM: field_names(args[1])} if len(args) == 2 else {}
+    return ShellWrapper(argv, outputs)
 
 
-def resources_dir(command: Sequence[str], base: str | os.PathLike[str]) -> str:
-    """Where a shell component runs: the topology's directory, or `resources/` in it when the
-    component's script is there and not beside the topology file (Storm runs shell components in
-    the topology jar's `resources/`)."""
-    base = Path(base)
-    candidates = [command[0]] if command and looks_like_script(command[0]) else []
-    candidates += [
-        arg
-        for previous, arg in zip(command, command[1:])
-        if previous not in CODE_OPTIONS and looks_like_script(arg)
-    ]
-    resources = base / "resources"
-    for script in candidates[:1]:
-        if not (base / script).exists() and (resources / script).exists():
-            return str(resources)
-    return str(base)
+def _set_default_stream(shell: ShellWrapper, args: Args) -> None:
+    shell.outputs[DEFAULT_STREAM] = field_names(args[0])
 
 
-def _list(body: dict, key: str, where: dict) -> list:
-    value = body.get(key)
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise TopologyError(f"{key} must be a list", key=key, **where)
-    return value
+def _set_named_stream(shell: ShellWrapper, args: Args) -> None:
+    stream, fields = args
+    if not isinstance(stream, str) or not stream:
+        raise ArgumentError(f"the stream id must be a non-empty string, got {stream!r}")
+    shell.outputs[stream] = field_names(fields)
 
 
-def _config_method(shell: ShellWrapper, method: object, key: str, where: dict) -> None:
-    if not isinstance(method, dict):
-        raise TopologyError(
-            "a config method is a mapping {name: ..., args: [...]}", key=key, **where
-        )
-    check_keys(method, CONFIG_METHOD_KEYS, prefix=f"{key}.", **where)
-    name = method.get("name")
-    args = method.get("args")
-    args = [] if args is None else args
-    if not isinstance(args, list):
-        raise TopologyError("args must be a list of arguments", key=f"{key}.args", **where)
-    if not isinstance(name, str) or len(args) != SHELL_CONFIG_METHODS.get(name):
-        raise TopologyError(
-            f"no configuration method {name!r} taking {len(args)} argument(s) on the shell "
-            f"wrappers; they have setDefaultStream([fields]), setNamedStream(stream, [fields]), "
-            f"addComponentConfig(key, value), setEnv({{NAME: value}}), changeChildCWD(bool)",
-            key=f"{key}.name",
-            **where,
-        )
-    args_key = f"{key}.args"
-    if name == "setDefaultStream":
-        shell.outputs[DEFAULT_STREAM] = field_list(args[0], key=args_key, **where)
-    elif name == "setNamedStream":
-        stream = args[0]
-        if not isinstance(stream, str) or not stream:
-            raise TopologyError(
-                f"the stream id must be a non-empty string, got {stream!r}", key=args_key, **where
-            )
-        shell.outputs[stream] = field_list(args[1], key=args_key, **where)
-    elif name == "addComponentConfig":
-        config_key, value = args
-        if not isinstance(config_key, str) or not config_key:
-            raise TopologyError(
-                f"the config key must be a non-empty string, got {config_key!r}",
-                key=args_key,
-                **where,
-            )
-        if value is None:
-            raise TopologyError(
-                "the value may not be null (Flux refuses null arguments)", key=args_key, **where
-            )
-        shell.config[config_key] = value
-    elif name == "setEnv":
-        shell.env = _env_map(args[0], key=args_key, **where)  # each call replaces the map
-    else:
-        if not isinstance(args[0], bool):
-            raise TopologyError(
-                f"changeChildCWD takes true or false, got {args[0]!r}", key=args_key, **where
-            )
-        shell.worker_dir = not args[0]
+def _add_component_config(shell: ShellWrapper, args: Args) -> None:
+    key, value = args
+    if not isinstance(key, str) or not key:
+        raise ArgumentError(f"the config key must be a non-empty string, got {key!r}")
+    if _holds_fields(value):
+        raise ArgumentError(f"a Fields object cannot be a config value, got {value!r}")
+    shell.config[key] = copy.deepcopy(value)  # a map or list bean: the model shares nothing
 
 
-def _property(shell: ShellWrapper, prop: object, key: str, where: dict) -> None:
-    """`properties: [{name: env, value: {...}}]` is ShellBolt/ShellSpout's `setEnv` used as a
-    bean setter; the wrappers have no other property."""
-    if not isinstance(prop, dict):
-        raise TopologyError("a property is a mapping {name: ..., value: ...}", key=key, **where)
-    check_keys(prop, PROPERTY_KEYS, prefix=f"{key}.", **where)
-    if prop.get("name") != "env" or "ref" in prop:
-        raise TopologyError(
-            f"the shell wrappers have no property {prop.get('name')!r} settable "
-            f"from Flux (only 'env' with a value)",
-            key=f"{key}.name",
-            **where,
-        )
-    shell.env = _env_map(prop.get("value"), key=f"{key}.value", **where)
+def _set_env(shell: ShellWrapper, args: Args) -> None:
+    shell.env = env_map(args[0])  # each call replaces the map, as ShellBolt.setEnv does
 
 
-def _env_map(value: object, *, key: str, file: str | None, component: str) -> dict[str, str]:
+def _change_child_cwd(shell: ShellWrapper, args: Args) -> None:
+    (change,) = args
+    if not isinstance(change, bool):
+        raise ArgumentError(f"changeChildCWD takes true or false, got {change!r}")
+    shell.worker_dir = not change
+
+
+def _env_property(shell: ShellWrapper, value: object) -> None:
+    shell.env = env_map(value)  # ShellBolt/ShellSpout's setEnv, used as a bean setter
+
+
+def _shell_class(name: str) -> JavaClass:
+    # FluxShellSpout / FluxShellBolt and the ShellSpout / ShellBolt they extend
+    return JavaClass(
+        name,
+        constructors={1: _new_shell, 2: _new_shell},
+        methods={
+            ("setDefaultStream", 1): _set_default_stream,
+            ("setNamedStream", 2): _set_named_stream,
+            ("addComponentConfig", 2): _add_component_config,
+            ("setEnv", 1): _set_env,
+            ("changeChildCWD", 1): _change_child_cwd,
+        },
+        setters={"env": _env_property},
+        constructor_usage=(
+            "constructorArgs must be [[command, args...]] or [[command, args...], [output fields]]"
+        ),
+        methods_usage=(
+            "setDefaultStream([fields]), setNamedStream(stream, [fields]), "
+            "addComponentConfig(key, value), setEnv({NAME: value}), changeChildCWD(bool)"
+        ),
+    )
+
+
+SHELL_JAVA = {kind: _shell_class(name) for kind, name in SHELL_CLASSES.items()}
+
+
+def env_map(value: object) -> dict[str, str]:
     if not isinstance(value, dict):
-        raise TopologyError(
-            f"setEnv takes a mapping {{NAME: value}}, got {value!r}",
-            file=file,
-            component=component,
-            key=key,
-        )
+        raise ArgumentError(f"setEnv takes a mapping {{NAME: value}}, got {value!r}")
     env = {}
     for name, val in value.items():
         if not isinstance(name, str) or not name or "=" in name:
-            raise TopologyError(
-                f"bad variable name {name!r}", file=file, component=component, key=key
-            )
+            raise ArgumentError(f"bad variable name {name!r}")
         if isinstance(val, (int, float)) and not isinstance(val, bool):
             val = str(val)  # the environment holds text; Storm would fail on a YAML number
         if not isinstance(val, str):
-            raise TopologyError(
-                f"{name} must be a string, got {val!r} (quote it in YAML)",
-                file=file,
-                component=component,
-                key=key,
-            )
+            raise ArgumentError(f"{name} must be a string, got {val!r} (quote it in YAML)")
         env[name] = val
     return env
+
+
+# ---- where a shell component runs ---------------------------------------------------------------
+
+RESOURCES = "resources"
+
+
+def code_dir(base: str | os.PathLike[str]) -> str:
+    """Where every shell component of a Flux topology whose file is in `base` runs: `resources/`
+    in it when there is one (a topology jar's layout: Storm's `ShellProcess` starts each child
+    in the jar's `resources/`, whatever its command), else `base` itself. docs/flux.md §3.1."""
+    resources = Path(base) / RESOURCES
+    return str(resources) if resources.is_dir() else str(base)
+
+
+def check_jar_layout(
+    argv: Sequence[str], cwd: str, base: str | os.PathLike[str], where: dict
+) -> None:
+    """A script the command names that is beside the topology file but not in `resources/`:
+    the component runs in `resources/` (Storm's rule), so say where the script must go rather
+    than only that it is missing."""
+    base = Path(base)
+    if Path(cwd) != base / RESOURCES:
+        return
+    for previous, arg in zip(("", *argv), argv):
+        if previous in CODE_OPTIONS or not looks_like_script(arg):
+            continue
+        if not (base / RESOURCES / arg).exists() and (base / arg).exists():
+            raise TopologyError(
+                f"{arg!r} is beside the topology file but not in {RESOURCES}/: a Flux topology "
+                f"whose directory holds {RESOURCES}/ (a topology jar's layout) runs every shell "
+                f"component there, as Storm does; move the script into {RESOURCES}/",
+                key="constructorArgs",
+                **where,
+            )
 
 
 # ---- Fields -------------------------------------------------------------------------------------
 
 
-def field_list(
-    value: object, *, key: str, file: str | None, component: str | None
-) -> tuple[str, ...]:
+@dataclass(frozen=True)
+class Fields:
+    """An `org.apache.storm.tuple.Fields` bean: what `PartialKeyGrouping` takes."""
+
+    names: tuple[str, ...]
+
+
+def field_names(value: object) -> tuple[str, ...]:
     """A YAML list given where Java expects a `String[]` / `List<String>` of field names."""
     if not isinstance(value, list):
-        raise TopologyError(
-            f"must be a list of field names, got {value!r}", file=file, component=component, key=key
-        )
+        raise ArgumentError(f"must be a list of field names, got {value!r}")
     if not value:
-        raise TopologyError(
-            "an empty list of fields cannot be passed here: Storm's Flux fails "
-            "on empty lists given for a Java array; leave the stream out",
-            file=file,
-            component=component,
-            key=key,
+        raise ArgumentError(
+            "an empty list of fields cannot be passed here: Storm's Flux fails on empty lists "
+            "given for a Java array; leave the stream out"
         )
     for name in value:
         if not isinstance(name, str) or not name:
-            raise TopologyError(
-                f"field names must be non-empty strings, got {name!r}",
-                file=file,
-                component=component,
-                key=key,
-            )
+            raise ArgumentError(f"field names must be non-empty strings, got {name!r}")
     return tuple(value)
 
 
-def fields_bean(d: Definition) -> tuple[str, ...]:
-    """`components:` entries: only `org.apache.storm.tuple.Fields`, the argument Storm's Flux
-    needs to give `PartialKeyGrouping` its fields."""
-    body, bean_id = d.body, d.body["id"]
-    where = {"file": d.file, "component": bean_id}
-    check_keys(body, BEAN_KEYS, **where)
-    class_name = body.get("className")
-    if class_name != FIELDS_CLASS:
-        raise TopologyError(
-            f"Java class {class_name} cannot be built here: the only component "
-            f"bean this host understands is {FIELDS_CLASS} (for "
-            f"PartialKeyGrouping)",
-            key="className",
-            **where,
-        )
-    for key in ("configMethods", "properties", "factory", "factoryArgs"):
-        if body.get(key):
-            raise TopologyError(f"{key} is not supported for {FIELDS_CLASS}", key=key, **where)
-    args = body.get("constructorArgs")
-    if not isinstance(args, list) or len(args) != 1:
-        raise TopologyError(
-            "constructorArgs must be [[field, ...]]", key="constructorArgs", **where
-        )
-    return field_list(args[0], key="constructorArgs[0]", **where)
+def _new_fields(args: Args) -> Fields:
+    """Fields(String... fields) and Fields(List<String> fields): one list, either way."""
+    return Fields(field_names(args[0]))
+
+
+def _holds_fields(value: object) -> bool:
+    if isinstance(value, Fields):
+        return True
+    if isinstance(value, dict):
+        return any(_holds_fields(v) for v in value.values())
+    return isinstance(value, list) and any(_holds_fields(v) for v in value)
+
+
+FIELDS_JAVA = JavaClass(
+    FIELDS_CLASS, {1: _new_fields}, constructor_usage="constructorArgs must be [[field, ...]]"
+)
+
+# the classes a bean (`components:`) may be; docs/flux.md §1.1
+BEAN_CLASSES: dict[str, JavaClass] = {
+    **VALUE_CLASSES,
+    FIELDS_CLASS: FIELDS_JAVA,
+    **STORM_KAFKA_BEANS,
+    **KAFKA_BEAN_CLASSES,
+}
+
+# spout and bolt classes of Storm's libraries that a ready component of `components/` runs in
+# their place: each builds an `EmulatedComponent` (docs/kafka.md, "Flux")
+COMPONENT_CLASSES: dict[str, JavaClass] = {**KAFKA_COMPONENT_CLASSES}

@@ -1,12 +1,14 @@
 """Flux's `streams:` -> subscriptions: which bolt receives which stream of which component, and
 the grouping, Flux's grouping types mapped to ours (CUSTOM only with Storm's
-`PartialKeyGrouping`, whose constructor this module emulates)."""
+`PartialKeyGrouping`, whose constructors this module emulates; its Fields argument is a bean)."""
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from host.errors import TopologyError
+from host.topology.flux_beans import Args, ArgumentError, Beans, JavaClass, Where, build_object
 from host.topology.flux_document import (
     GROUPING_KEYS,
     OBJECT_KEYS,
@@ -15,7 +17,7 @@ from host.topology.flux_document import (
     FluxDocument,
     check_keys,
 )
-from host.topology.flux_java import FIELDS_CLASS, PARTIAL_KEY_GROUPING, field_list
+from host.topology.flux_java import FIELDS_CLASS, PARTIAL_KEY_GROUPING, Fields, field_names
 from host.topology.model import (
     ALL,
     DIRECT,
@@ -50,10 +52,10 @@ def stream_input(
     d: Definition,
     flux: FluxDocument,
     declared: dict[str, Component],
-    fields_beans: dict[str, tuple[str, ...]],
+    beans: Beans,
 ) -> tuple[str, Input]:
     """One `streams:` entry -> the bolt that subscribes, and its subscription. `declared`: the
-    spouts and bolts by id; `fields_beans`: the Fields beans of `components:` by id."""
+    spouts and bolts by id; `beans`: the beans of `components:`."""
     body = d.body
     where = {"file": d.file}
     check_keys(body, STREAM_KEYS, prefix=f"{d.where}.", **where)
@@ -92,7 +94,7 @@ def stream_input(
         raise TopologyError(
             f"streamId must be a non-empty string, got {stream!r}", key=f"{key}.streamId", **where
         )
-    model = _grouping(grouping, key, where, declared[source], stream, fields_beans)
+    model = _grouping(grouping, key, where, declared[source], stream, beans)
     return target, Input(source, stream, model)
 
 
@@ -102,7 +104,7 @@ def _grouping(
     where: dict,
     source: Component,
     stream: str,
-    fields_beans: dict[str, tuple[str, ...]],
+    beans: Beans,
 ) -> Grouping:
     kind = grouping.get("type")
     if not isinstance(kind, str) or kind not in FLUX_GROUPINGS:
@@ -137,11 +139,41 @@ def _grouping(
     if kind == "CUSTOM":
         return Grouping(
             PARTIAL_KEY,
-            _partial_key_fields(
-                grouping.get("customClass"), key, where, source, stream, fields_beans
-            ),
+            _partial_key_fields(grouping.get("customClass"), key, where, source, stream, beans),
         )
     return Grouping(FLUX_GROUPINGS[kind])
+
+
+@dataclass(frozen=True)
+class _PartialKey:
+    """What PartialKeyGrouping's constructor got: its fields, none (the first field of the
+    stream), or a plain list (which Storm's Flux rejects)."""
+
+    fields: tuple[str, ...] | None
+    plain_list: bool = False
+
+
+def _new_partial_key(args: Args) -> _PartialKey:
+    """PartialKeyGrouping() and PartialKeyGrouping(Fields); the forms with an assignment
+    creator or target selector take Java objects this host does not have."""
+    if not args:
+        return _PartialKey(None)
+    (arg,) = args
+    if isinstance(arg, Fields):
+        return _PartialKey(arg.names)
+    if isinstance(arg, list):
+        return _PartialKey(field_names(arg), plain_list=True)
+    raise ArgumentError(f"expected {{ref: <id of an {FIELDS_CLASS} bean>}}, got {arg!r}")
+
+
+PARTIAL_KEY_JAVA = JavaClass(
+    PARTIAL_KEY_GROUPING,
+    {0: _new_partial_key, 1: _new_partial_key},
+    constructor_usage=(
+        f"PartialKeyGrouping takes one argument, the fields: constructorArgs: "
+        f"[{{ref: <id of an {FIELDS_CLASS} bean>}}]"
+    ),
+)
 
 
 def _partial_key_fields(
@@ -150,7 +182,7 @@ def _partial_key_fields(
     where: dict,
     source: Component,
     stream: str,
-    fields_beans: dict[str, tuple[str, ...]],
+    beans: Beans,
 ) -> tuple[str, ...]:
     key = f"{key}.customClass"
     if not isinstance(custom, dict):
@@ -168,43 +200,10 @@ def _partial_key_fields(
             key=f"{key}.className",
             **where,
         )
-    for extra in ("configMethods", "properties", "factory", "factoryArgs"):
-        if custom.get(extra):
-            raise TopologyError(
-                f"{extra} is not supported for PartialKeyGrouping", key=f"{key}.{extra}", **where
-            )
-    args = custom.get("constructorArgs") or []
-    if not isinstance(args, list) or len(args) > 1:
-        raise TopologyError(
-            "PartialKeyGrouping takes one argument, the fields: "
-            "constructorArgs: [{ref: <id of an org.apache.storm.tuple.Fields "
-            "component>}]",
-            key=f"{key}.constructorArgs",
-            **where,
-        )
-    if not args:
-        # PartialKeyGrouping() keys on the first value of the tuple
-        declared = source.outputs.get(stream)
-        if not declared:
-            raise TopologyError(
-                f"{source.id!r} declares no fields on stream {stream!r}, so "
-                f"PartialKeyGrouping() has no first field to key on",
-                key=key,
-                **where,
-            )
-        return declared[:1]
-    arg = args[0]
-    if isinstance(arg, dict) and set(arg) == {"ref"}:
-        bean = arg["ref"]
-        if bean not in fields_beans:
-            raise TopologyError(
-                f"ref {bean!r} names no {FIELDS_CLASS} in components; they are: "
-                f"{', '.join(fields_beans) or 'none'}",
-                key=f"{key}.constructorArgs",
-                **where,
-            )
-        return fields_beans[bean]
-    if isinstance(arg, list):
+    build = Where(where["file"], None, prefix=f"{key}.")
+    partial = build_object(custom, PARTIAL_KEY_JAVA, beans, build, beans.use)
+    assert isinstance(partial, _PartialKey)
+    if partial.plain_list:
         log.warning(
             "%s: %s.constructorArgs: a plain list of fields is accepted here, but Storm's "
             "Flux rejects it (PartialKeyGrouping takes a Fields object): declare an %s "
@@ -213,9 +212,15 @@ def _partial_key_fields(
             key,
             FIELDS_CLASS,
         )
-        return field_list(arg, key=f"{key}.constructorArgs", file=where["file"], component=None)
-    raise TopologyError(
-        f"expected {{ref: <Fields component id>}}, got {arg!r}",
-        key=f"{key}.constructorArgs",
-        **where,
-    )
+    if partial.fields is not None:
+        return partial.fields
+    # PartialKeyGrouping() keys on the first value of the tuple
+    declared = source.outputs.get(stream)
+    if not declared:
+        raise TopologyError(
+            f"{source.id!r} declares no fields on stream {stream!r}, so "
+            f"PartialKeyGrouping() has no first field to key on",
+            key=key,
+            **where,
+        )
+    return declared[:1]

@@ -60,6 +60,11 @@ class Component:
     # off for vendored storm.js <= 1.1.1, which never answers `activate` (docs/protocol.md,
     # "Commands")
     activate: bool = True
+    # spouts: whether commands may be written ahead of their syncs. None: if the library
+    # announces it in its pid reply (our clients do); True for libraries known to answer strictly
+    # in order that do not announce it (storm.py, pystorm); False: Storm's lock-step, whatever the
+    # library says (docs/protocol.md, "Protocol extensions")
+    pipelining: bool | None = None
 
     @property
     def is_spout(self) -> bool:

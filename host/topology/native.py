@@ -34,6 +34,8 @@ SPOUT_KEYS = (
     "serializer",
     "heartbeats",
     "activate",
+    "pipelining",
+    "kafka",
 )
 BOLT_KEYS = (
     "command",
@@ -45,6 +47,7 @@ BOLT_KEYS = (
     "env",
     "serializer",
     "heartbeats",
+    "kafka",
 )
 INPUT_KEYS = ("grouping", "fields", "partial_key", "stream")
 
@@ -102,7 +105,8 @@ def _component(kind: str, component_id: object, body: object, file: str | None) 
     name = str(component_id)
     if not isinstance(body, dict):
         raise TopologyError(
-            f"a {kind} is a mapping with at least 'command', not {type(body).__name__}",
+            f"a {kind} is a mapping with at least 'command' (or 'kafka'), not "
+            f"{type(body).__name__}",
             file=file,
             component=name,
         )
@@ -126,7 +130,9 @@ def _component(kind: str, component_id: object, body: object, file: str | None) 
         serializer=body.get("serializer", "json"),
         heartbeats=body.get("heartbeats", True),
         activate=body.get("activate", True),
+        pipelining=body.get("pipelining"),
         inputs=_inputs(body.get("inputs"), file, name),
+        kafka=body.get("kafka"),  # the ready Kafka component: docs/kafka.md
     )
 
 

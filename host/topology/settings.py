@@ -44,6 +44,7 @@ SHUTDOWN_GRACE_SECS = "host.shutdown.grace.secs"
 SPOUT_IDLE_MAX_SLEEP_MS = "host.spout.idle.max.sleep.ms"
 SPOUT_ACK_BATCH = "host.spout.ack.batch"
 SPOUT_NEXT_DEPTH = "host.spout.next.depth"
+SPOUT_PIPELINING = "host.spout.pipelining"
 BOLT_MAX_IN_FLIGHT = "host.bolt.max.in.flight"
 ACKER_LATENCY_SAMPLE = "host.acker.latency.sample"
 MAX_FRAME_BYTES = "host.max.frame.bytes"
@@ -122,13 +123,16 @@ KEYS: dict[str, Key] = {
         Key(RESTART_WINDOW_SECS, 60, _positive_number),
         Key(SHUTDOWN_GRACE_SECS, 5, _non_negative_number),
         Key(SPOUT_IDLE_MAX_SLEEP_MS, 100, _non_negative_number),
-        # ack / fail commands written to a spout before waiting for their syncs; 1 = Storm's strict
-        # one-command-at-a-time exchange
+        # whether spout commands may be written ahead of their syncs, for spouts whose component
+        # has no `pipelining` switch: unset = where the library announces `pipeline/1` in its pid
+        # reply; false = Storm's one command at a time for all (docs/protocol.md, "Protocol
+        # extensions")
+        Key(SPOUT_PIPELINING, None, _boolean, nullable=True),
+        # for a pipelining spout: ack / fail commands written before waiting for their syncs
         Key(SPOUT_ACK_BATCH, 100, _positive_int),
-        # exchanges (a `next`, or one batch of ack / fail) written to a spout before the oldest is
-        # answered by `sync`, so that the spout works while the host handles what it emitted (fewer
-        # when max.spout.pending would not leave room for what they emit); 1 with
-        # host.spout.ack.batch 1 = Storm's strict one-command-at-a-time exchange
+        # for a pipelining spout: exchanges (a `next`, or one batch of ack / fail) written before
+        # the oldest is answered by `sync`, so that the spout works while the host handles what it
+        # emitted (fewer when max.spout.pending would not leave room for what they emit)
         Key(SPOUT_NEXT_DEPTH, 32, _positive_int),
         # tuples written to a bolt task and not yet acked or failed. Storm bounds only the tuples
         # not yet written (topology.shellbolt.max.pending); written ones are bounded by the pipe and
@@ -294,6 +298,12 @@ class _Reader:
             return value
         raise self._error(key, f"must be a number, got {value!r}")
 
+    def optional_boolean(self, key: str) -> bool | None:
+        value = self.value(key)
+        if value is None or isinstance(value, bool):
+            return value
+        raise self._error(key, f"must be true, false or null, got {value!r}")
+
     def boolean(self, key: str) -> bool:
         value = self.value(key)
         if isinstance(value, bool):
@@ -330,6 +340,7 @@ class Settings:
     restart_max: int
     restart_window_secs: float
     spout_idle_max_sleep_secs: float  # host.spout.idle.max.sleep.ms, in seconds
+    spout_pipelining: bool | None
     spout_ack_batch: int
     spout_next_depth: int
     acker_latency_sample: int
@@ -368,6 +379,7 @@ class Settings:
             restart_max=read.integer(RESTART_MAX),
             restart_window_secs=float(read.number(RESTART_WINDOW_SECS)),
             spout_idle_max_sleep_secs=read.number(SPOUT_IDLE_MAX_SLEEP_MS) / 1000,
+            spout_pipelining=read.optional_boolean(SPOUT_PIPELINING),
             spout_ack_batch=read.integer(SPOUT_ACK_BATCH),
             spout_next_depth=read.integer(SPOUT_NEXT_DEPTH),
             acker_latency_sample=read.integer(ACKER_LATENCY_SAMPLE),

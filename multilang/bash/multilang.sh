@@ -687,7 +687,9 @@ _ml_start() {
     fi
     eval "$_ML_MSG"
     # The pid goes out now, not after on_init, which may take its time; the file exists by then.
-    _ML_BUF+="{\"pid\":$$}$_ML_END"
+    # pipeline/1: commands are answered one at a time, in order, so the host may write them
+    # ahead of our syncs (docs/protocol.md, "Protocol extensions")
+    _ML_BUF+="{\"pid\":$$,\"ext\":[\"pipeline/1\"]}$_ML_END"
     if ! : >"$MULTILANG_PID_DIR/$$"; then
         _ml_error "cannot create the pid file $MULTILANG_PID_DIR/$$"
     fi

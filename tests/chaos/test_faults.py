@@ -80,7 +80,7 @@ FAULTS = {  # mode -> what the error report must contain
     "garbage": "this is not json",
     "hang": "hung: silent",
     "exit": "exit status 0",
-    "badutf8": """invalid JSON; it wrote b'{"command":"log","msg":"bad \\xff\\xfe\\xc3(""",
+    "badutf8": """invalid JSON; it wrote {"command":"log","msg":"bad \\xff\\xfe\\xc3(""",
     "surrogate_emit": "emitted values that cannot be written to sink",
 }
 CASES = [

@@ -148,6 +148,8 @@ def test_page_shows_the_graph_and_counters_increase_while_the_topology_runs(brow
     wait.until(lambda d: acked() > 0)
     first_acked, first_executed = acked(), executed("count")
     wait.until(lambda d: acked() > first_acked and executed("count") > first_executed)
+    never_acked = '#bolts tr[data-id="count"] td[data-key="never_acked"]'
+    assert browser.find_element(By.CSS_SELECTOR, never_acked).text == "0"  # it acks them all
     assert "running" in browser.find_element(By.ID, "status").text
 
     config = browser.find_element(By.ID, "config").text

@@ -21,7 +21,7 @@ import pytest
 from host.runtime.supervisor import Supervisor
 from host.testing import ComponentPeer, make_context
 from host.topology import TopologyBuilder
-from multilang.messages import Ack, Emit, Error, Fail, Log, Metrics, Sync
+from multilang.messages import PIPELINE_EXT, Ack, Emit, Error, Fail, Log, Metrics, Sync
 
 HERE = Path(__file__).resolve().parent
 CONFORMANCE = HERE / "components" / "conformance"
@@ -53,19 +53,19 @@ CLIENTS = [
         "python",
         _py(CONFORMANCE / "bolt.py"),
         _py(CONFORMANCE / "spout.py"),
-        features=frozenset({"json"}),
+        features=frozenset({"json", "pipeline"}),
     ),
     Client(
         "node",
         ("node", str(CONFORMANCE / "bolt.js")),
         ("node", str(CONFORMANCE / "spout.js")),
-        features=frozenset({"json"}),
+        features=frozenset({"json", "pipeline"}),
     ),
     Client(
         "bash",
         ("bash", str(CONFORMANCE / "bolt.sh")),
         ("bash", str(CONFORMANCE / "spout.sh")),
-        features=frozenset({"json"}),
+        features=frozenset({"json", "pipeline"}),
     ),
     # pystorm exits with status 2 when Storm goes away (docs/protocol.md §4.10)
     Client(
@@ -305,6 +305,27 @@ def test_spout_next_ack_fail_each_answered_with_sync(client, spout):
     spout.command("next")
     assert emits(spout.read_until(Sync)) == [(["s2"], "default", (), None, False, "m2")]
     spout.command("next")  # nothing left: it just syncs
+    assert spout.read_until(Sync) == [Sync()]
+
+
+def test_spout_answers_commands_written_ahead_one_by_one_in_order(client, spout):
+    # the "asynchronous client" case: a pipelining host writes commands ahead of their syncs, so
+    # a library must answer each in the order written, its emits before its sync. Ours announce
+    # that (pipeline/1); pystorm does not, but passes, which is what makes its `pipelining: true`
+    # switch safe (docs/protocol.md, "Protocol extensions")
+    assert (PIPELINE_EXT in spout.extensions) == ("pipeline" in client.features)
+    for command, msg_id in [
+        ("next", ""),
+        ("ack", "m1"),
+        ("next", ""),
+        ("fail", "m1"),
+        ("next", ""),
+    ]:
+        spout.command(command, msg_id)
+    assert emits(spout.read_until(Sync)) == [(["s1"], "default", (), None, False, "m1")]
+    assert spout.read_until(Sync) == [Log("acked m1", 2), Sync()]
+    assert emits(spout.read_until(Sync)) == [(["s2"], "default", (), None, False, "m2")]
+    assert emits(spout.read_until(Sync)) == [(["s1"], "default", (), None, False, "m1")]
     assert spout.read_until(Sync) == [Sync()]
 
 

@@ -237,10 +237,23 @@ def test_log_info_bolt_logs_each_tuple_at_info_and_acks_it(tmp_path):
         peer.handshake(
             context=make_context(outputs={}, sources={"count": {"default": ["word", "count"]}})
         )
+        times = "PROC_START_TIME(sampled): null EXEC_START_TIME(sampled): null"
         peer.tuple("t1", ["mike", 3], comp="count", task=5)
         log, ack = peer.read(), peer.read()
-        assert log == Log("source: count:5, stream: default, id: t1, ['mike', 3]", INFO)
+        # Storm's TupleImpl.toString, the values as Java writes a List
+        assert log == Log(f"source: count:5, stream: default, id: t1, [mike, 3] {times}", INFO)
         assert ack == Ack("t1")
+        peer.tuple("t2", [None, True, 1.0, 1e10, {"a": 1}, ["b", ["c"]]], comp="count", task=5)
+        log, ack = peer.read(), peer.read()
+        assert log.msg == (
+            f"source: count:5, stream: default, id: t2, "
+            f"[null, true, 1.0, 1.0E10, {{a=1}}, [b, [c]]] {times}"
+        )
+        assert ack == Ack("t2")
+        peer.tick(freq=5)  # a basic bolt executes tick tuples like any other: logged too
+        log, ack = peer.read(), peer.read()
+        assert log.msg == f"source: __system:-1, stream: __tick, id: tick-1, [5] {times}"
+        assert ack == Ack("tick-1")
         peer.heartbeat()
         assert peer.read() == Sync()
     finally:

@@ -318,7 +318,7 @@ def send(obj):
 inbox = messages()
 hello = next(inbox)
 open(os.path.join(hello["pidDir"], str(os.getpid())), "w").close()
-send({"pid": os.getpid()})
+send({"pid": os.getpid(), "ext": sys.argv[2:]})
 probe = open(sys.argv[1], "a", buffering=1)
 n = 0
 for msg in inbox:
@@ -334,15 +334,18 @@ for msg in inbox:
 """
 
 
-@pytest.mark.parametrize("depth, ahead", [(None, True), (1, False)])
-def test_a_spout_gets_its_next_next_before_it_syncs(tmp_path, depth, ahead):
-    # host.spout.next.depth (default 32): `next`s are written ahead of the previous sync once the
-    # spout has emitted; 1 is Storm's lock-step exchange
+@pytest.mark.parametrize(
+    "announce, pipelining, ahead",
+    [(True, None, True), (False, None, False), (False, True, True), (True, False, False)],
+)
+def test_a_spout_gets_its_next_next_before_it_syncs(tmp_path, announce, pipelining, ahead):
+    # `next`s are written ahead of the previous sync, once the spout has emitted, only to a
+    # spout whose library announces pipeline/1 or whose `pipelining` switch is on; otherwise one
+    # command at a time, as Storm's ShellSpout (docs/protocol.md, "Protocol extensions")
     config = {"host.shutdown.grace.secs": 0.5}
-    if depth is not None:
-        config["host.spout.next.depth"] = depth
     b = TopologyBuilder("t", config=config)
-    b.spout("spout", ["python", "-c", PIPELINE_PROBE_SPOUT, str(tmp_path / "probe")], outputs=["n"])
+    argv = ["python", "-c", PIPELINE_PROBE_SPOUT, str(tmp_path / "probe")]
+    b.spout("spout", argv + (["pipeline/1"] if announce else []), ["n"], pipelining=pipelining)
     b.bolt("sink", ["python", "sink_bolt.py", str(tmp_path / "s")], outputs=[]).shuffle("spout")
     sup = Supervisor(b.build(base_dir=COMPONENTS))
     sup.run(1.5)

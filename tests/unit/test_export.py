@@ -44,7 +44,6 @@ spouts:
   packaged:
     command: [python, packaged.py]
     outputs: [x]
-    cwd: resources
   counter-source:
     command: [python, -m, components.storm_builtins.test_word_spout]
     outputs: [word]
@@ -89,8 +88,7 @@ def project(tmp_path: Path) -> Path:
         (tmp_path / name).write_text("# dummy\n")
     split = tmp_path / "split.sh"
     split.write_text("#!/usr/bin/env bash\n")
-    (tmp_path / "resources").mkdir()
-    (tmp_path / "resources" / "packaged.py").write_text("# dummy\n")
+    (tmp_path / "packaged.py").write_text("# dummy\n")
     return tmp_path
 
 
@@ -123,11 +121,11 @@ def test_flux_fixtures_survive_a_round_trip(tmp_path, monkeypatch):
         "groupings.yaml",
         "config_methods.yaml",
         "builtins.yaml",
-        "resources_cwd.yaml",
+        "jar/topology.yaml",
         "with_includes.yaml",
     ):
         first = load(copy / name)
-        again = round_trip(first, copy, f"again-{name}")
+        again = round_trip(first, (copy / name).parent, f"again-{Path(name).name}")
         assert without_source(again) == without_source(first), name
 
 

@@ -135,7 +135,7 @@ def test_partial_key_given_a_plain_list_is_accepted_with_a_warning(project, capl
         (
             "{type: CUSTOM, customClass: {className: org.apache.storm.grouping.PartialKeyGrouping, "
             "constructorArgs: [{ref: nowhere}]}}",
-            "ref 'nowhere' names no org.apache.storm.tuple.Fields",
+            "ref 'nowhere' names no bean in components",
         ),
     ],
 )
@@ -242,9 +242,8 @@ def test_bad_config_methods(project, method, problem):
 @pytest.mark.parametrize(
     "change, problem",
     [
-        ("properties: [{name: env, ref: x}]", "no property 'env'"),
+        ("properties: [{name: env, ref: x}]", "ref 'x' names no bean"),
         ("properties: [{name: command, value: [a]}]", "no property 'command'"),
-        ("factory: make", "static factories"),
         (f"className: {SPOUT_CLASS}", "is a spout class listed under bolts"),
         ("parallelism: 0", "parallelism must be an integer >= 1"),
         ("numTasks: two", "numTasks must be an integer >= 1"),
@@ -317,7 +316,7 @@ def test_builtins_map_to_python_modules():
         (
             f"className: {TEST_WORD_COUNTER}\n    configMethods: [{{name: setDefaultStream, "
             f"args: [[a]]}}]",
-            "TestWordCounter has no configMethods",
+            "no configuration method 'setDefaultStream' taking 1 argument(s) on TestWordCounter",
         ),
         (f"className: {TEST_WORD_SPOUT}", "is a spout, listed under bolts"),
     ],
@@ -339,10 +338,6 @@ def test_unknown_java_class_is_an_error_naming_component_and_class():
 @pytest.mark.parametrize(
     "extra, problem",
     [
-        (
-            "components:\n  - {id: kafka, className: org.apache.storm.kafka.KafkaConfig}",
-            "Java class org.apache.storm.kafka.KafkaConfig cannot be built here",
-        ),
         ("topologySource: {className: com.example.Topo}", "com.example.Topo"),
         ("workerHooks:\n  - {id: h, className: com.example.Hook}", "com.example.Hook"),
     ],
@@ -443,18 +438,44 @@ def test_two_spouts_with_one_id_are_an_error(project):
 # ---- resources directory ------------------------------------------------------------------------
 
 
-def test_cwd_is_resources_when_the_script_is_there():
-    t = load(FLUX / "resources_cwd.yaml")
-    assert t.component("packaged").cwd == str(FLUX / "resources")
-    assert t.component("beside").cwd == str(FLUX)
+def test_a_jar_layout_runs_every_shell_component_in_resources():
+    t = load(FLUX / "jar" / "topology.yaml")
+    resources = str(FLUX / "jar" / "resources")
+    assert t.component("packaged").cwd == resources  # a script
+    assert t.component("module").cwd == resources  # `python -m pkg.bolt`: no script to look at
+    assert t.component("log").cwd == str(FLUX / "jar")  # a built-in: a Java class in Storm
 
 
-def test_script_beside_the_topology_wins_over_resources(project):
+def test_validate_says_where_each_component_runs():
+    result = CliRunner().invoke(main, ["validate", str(FLUX / "jar" / "topology.yaml")])
+    assert result.exit_code == 0, result.output
+    jar = FLUX / "jar"
+    assert result.output.splitlines()[1:] == [
+        f"  spout packaged: 1 task(s), runs in {jar / 'resources'}",
+        f"  bolt module: 1 task(s), runs in {jar / 'resources'}",
+        f"  bolt log: 1 task(s), runs in {jar}",
+    ]
+
+
+def test_resources_wins_even_over_a_script_beside_the_topology(project):
     (project / "resources").mkdir()
+    (project / "resources" / "spout.py").write_text("# the packaged copy\n")
     (project / "resources" / "bolt.py").write_text("# the packaged copy\n")
-    assert load(write(project, BASE)).component("bolt").cwd == str(project)
-    (project / "bolt.py").unlink()
-    assert load(write(project, BASE)).component("bolt").cwd == str(project / "resources")
+    t = load(write(project, BASE))
+    assert {c.cwd for c in t.components} == {str(project / "resources")}
+
+
+def test_without_resources_components_run_beside_the_topology(project):
+    t = load(write(project, BASE))
+    assert {c.cwd for c in t.components} == {str(project)}
+
+
+def test_a_script_left_beside_a_jar_layout_is_an_error_saying_where_it_goes(project):
+    (project / "resources").mkdir()
+    (project / "resources" / "spout.py").write_text("# packaged\n")
+    error = load_error(project, BASE)  # bolt.py is only beside the topology file
+    assert error.component == "bolt" and error.key == "constructorArgs"
+    assert "'bolt.py' is beside the topology file but not in resources/" in error.problem
 
 
 def test_missing_script_is_reported_in_the_resources_directory(project):

@@ -92,6 +92,7 @@ def test_settings_of_an_empty_config_are_the_defaults():
         restart_max=10,
         restart_window_secs=60.0,
         spout_idle_max_sleep_secs=0.1,
+        spout_pipelining=None,
         spout_ack_batch=100,
         spout_next_depth=32,
         acker_latency_sample=16,

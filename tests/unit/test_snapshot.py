@@ -89,10 +89,10 @@ def test_the_run_exercised_every_optional_key(run):
     result, _ = run
     snap = result.snapshot
     count, words = snap["components"]["count"], snap["components"]["words"]
-    assert {"process_latency_ms", "last_error", "last_error_at", "metrics", "capacity"} <= set(
-        count
-    )
-    assert "capacity" not in words  # a spout's
+    optional = {"process_latency_ms", "last_error", "last_error_at", "metrics", "capacity"}
+    assert optional | {"never_acked"} <= set(count)
+    assert "never_acked" in count["tasks_detail"][0]
+    assert "capacity" not in words and "never_acked" not in words  # a bolt's
     assert count["metrics"]["words"] == 40
     assert count["restarts"] == 1 and count["tasks_detail"][0]["restarts"] == 1
     assert [f["component"] for f in snap["failures"]] == ["count"]

@@ -369,7 +369,10 @@ class Component {
     } catch (err) {
       pidError = err;
     }
-    ml.out = '{"pid":' + process.pid + '}' + END + ml.out;
+    // pipeline/1: commands are answered one at a time, in order (an async hook holds back the
+    // next message), so the host may write them ahead of our syncs (docs/protocol.md,
+    // "Protocol extensions")
+    ml.out = '{"pid":' + process.pid + ',"ext":["pipeline/1"]}' + END + ml.out;
     ml.ready = true;
     if (pidError !== null) this.error('cannot create the pid file in ' + pidDir + ': ' + pidError.message);
     ml.flush(); // the host learns our pid before a slow initialize runs
@@ -624,8 +627,8 @@ class Bolt extends BoltBase {
 }
 
 /**
- * A spout. The host sends one command at a time and waits for the answer; the library calls the
- * hook, waits for it (return a promise for async work) and then answers `sync`.
+ * A spout. The library calls the hook for each command in turn, waits for it (return a promise
+ * for async work) and then answers `sync`; commands the host wrote ahead wait their turn.
  *   nextTuple(emit)  emit zero or more tuples; with nothing to emit, just return
  *   ack(id), fail(id)  the tuple tree of message id `id` completed / failed (replay it)
  *   activate(), deactivate()

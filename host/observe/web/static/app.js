@@ -406,7 +406,7 @@ const BOLT_COLUMNS = [
   ['exec_rate', 'Executed/s'], ['process_latency', 'Process latency p50 / p99 (ms)'],
   ['capacity', 'Capacity'], ['emitted', 'Emitted'], ['transferred', 'Transferred'],
   ['acked', 'Acked'], ['failed', 'Failed'], ['in_flight', 'In flight'], ['queued', 'Queued'],
-  ['cpu_percent', 'CPU %'], ['rss_bytes', 'Memory'], ['restarts', 'Restarts'],
+  ['never_acked', 'Never acked'], ['cpu_percent', 'CPU %'], ['rss_bytes', 'Memory'], ['restarts', 'Restarts'],
   ['errors', 'Errors'], ['last_error', 'Last error'],
 ];
 
@@ -440,6 +440,15 @@ function cell(cid, c, key) {
     case 'restarts': case 'errors': case 'failed':
       text = fmtInt(c[key]);
       if (c[key]) td.className = 'bad';
+      break;
+    case 'never_acked':
+      text = fmtInt(c.never_acked);
+      if (c.never_acked) {
+        td.className = 'warn';
+        td.title = 'tuples written to this bolt that it never acked or failed, forgotten to ' +
+          'make room once their spout tuples had timed out (or, not tracked, once it had acked ' +
+          'nothing for the message timeout): does it ack its tuples?';
+      }
       break;
     default: text = fmtInt(c[key]);
   }
@@ -566,6 +575,7 @@ function updateDetail(snap) {
     const cols = [['task', 'Task'], ['pid', 'Pid'], ['state', 'State'], ['in_flight', 'In flight'],
       ['queued', 'Queued'], ['capacity', 'Capacity'], ['cpu_percent', 'CPU %'],
       ['rss_bytes', 'Memory'], ['restarts', 'Restarts']];
+    if (comp.kind !== 'spout') cols.splice(5, 0, ['never_acked', 'Never acked']);
     for (const [, title] of cols) head.append(el('th', {}, title));
     const tbody = table.createTBody();
     for (const t of tasks) {

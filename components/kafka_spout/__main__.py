@@ -1,0 +1,5 @@
+"""`python -m components.kafka_spout`: run the Kafka spout (docs/kafka.md)."""
+
+from .spout import main
+
+main()

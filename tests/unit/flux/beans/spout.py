@@ -1,0 +1,1 @@
+# a spout script for the Flux fixtures (never run by the unit tests)

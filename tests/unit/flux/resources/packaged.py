@@ -1,1 +1,0 @@
-# only in resources/: components running it get resources/ as their cwd
