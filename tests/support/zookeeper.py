@@ -13,23 +13,20 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
-import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support.local_server import LocalServer, start_server
+
 ZOOKEEPER_JAR = "/usr/share/java/zookeeper.jar"  # Debian's; its manifest names its dependencies
 ENV_JAR = "ZOOKEEPER_JAR"  # another jar (with its dependencies on the class path)
 MAIN_CLASS = "org.apache.zookeeper.server.ZooKeeperServerMain"
 START_TIMEOUT_SECS = 30.0
-STOP_GRACE_SECS = 5.0
 
 
 class ZooKeeperError(RuntimeError):
@@ -46,26 +43,7 @@ def zookeeper_jar() -> str:
     return jar
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _listening(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-        return True
-    except OSError:
-        return False
-
-
-@dataclass
-class ZooKeeper:
-    process: subprocess.Popen
-    port: int
-    log_path: Path
-
+class ZooKeeper(LocalServer):
     @property
     def connect(self) -> str:
         return f"127.0.0.1:{self.port}"
@@ -78,23 +56,12 @@ class ZooKeeper:
         client.start(timeout=START_TIMEOUT_SECS)
         return client
 
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(STOP_GRACE_SECS)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
-
 
 def start_zookeeper(workdir: Path) -> ZooKeeper:
-    """ZooKeeper standalone on a free loopback port; returns once it accepts connections. A port
-    taken between choosing and binding it is retried on another."""
+    """ZooKeeper standalone on a free loopback port; returns once it accepts connections."""
     jar = zookeeper_jar()
-    last_error = ""
-    for _attempt in range(3):
-        port = _free_port()
+
+    def argv(port: int) -> list[str]:
         data = workdir / f"data-{port}"
         data.mkdir()
         config = workdir / f"zoo-{port}.cfg"
@@ -103,25 +70,13 @@ def start_zookeeper(workdir: Path) -> ZooKeeper:
             # no admin web server (it would take port 8080) and no JMX
             "admin.enableServer=false\n"
         )
-        log_path = workdir / f"zookeeper-{port}.log"
-        with open(log_path, "wb") as log:
-            process = subprocess.Popen(
-                ["java", "-Xmx256m", "-cp", jar, MAIN_CLASS, str(config)],
-                cwd=workdir,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        server = ZooKeeper(process, port, log_path)
-        deadline = time.monotonic() + START_TIMEOUT_SECS
-        while process.poll() is None and time.monotonic() < deadline:
-            if _listening(port):
-                return server
-            time.sleep(0.05)
-        server.stop()
-        last_error = log_path.read_text(errors="replace")[-2000:]
-    raise ZooKeeperError(f"ZooKeeper did not start on 127.0.0.1; its last output:\n{last_error}")
+        return ["java", "-Xmx256m", "-cp", jar, MAIN_CLASS, str(config)]
+
+    try:
+        server = start_server("zookeeper", argv, workdir, timeout=START_TIMEOUT_SECS)
+    except RuntimeError as exc:
+        raise ZooKeeperError(str(exc)) from None
+    return ZooKeeper(server.process, server.port, server.log_path)
 
 
 @pytest.fixture(scope="session")
