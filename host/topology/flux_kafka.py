@@ -6,7 +6,8 @@ factory) and `KafkaBolt`, run as the ready components `components/kafka_spout` a
 Each Java call becomes a `kafka.spout.*` / `kafka.bolt.*` setting; Kafka client properties
 (`setProp`, `withProducerProperties`) become the same settings or librdkafka properties
 (`consumer.*`, `producer.*`). Names and defaults are storm-kafka-client 2.x's
-(`KafkaSpoutConfig`, `CommonKafkaSpoutConfig`, `KafkaSpoutRetryExponentialBackoff`, `KafkaBolt`).
+(`KafkaSpoutConfig`, `CommonKafkaSpoutConfig`, `KafkaSpoutRetryExponentialBackoff`; the bolt's
+are in flux_kafka_bolt.py).
 What cannot be emulated is an ArgumentError naming it; a bean of a class not listed here (a
 custom record translator, a tuple listener) is a placeholder that the spout refuses, naming it.
 """
@@ -15,11 +16,20 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from host.topology.flux_beans import Args, ArgumentError, EmulatedComponent, JavaClass
-from host.topology.kafka_components import COMMANDS, PREFIXES, spout_fields
-from host.topology.model import BOLT, SPOUT
+from host.topology.flux_kafka_bolt import (
+    BOLT_BEAN_CLASSES,
+    BOLT_COMPONENT_CLASSES,
+    SERIALIZATION,
+    class_name,
+    flag_arg,
+    prefixed,
+    text_arg,
+)
+from host.topology.kafka_components import COMMANDS, spout_fields
+from host.topology.model import SPOUT
 from host.topology.settings import is_int
 from multilang.messages import DEFAULT_STREAM
 
@@ -35,9 +45,6 @@ SPOUT_CONFIG_BUILDER = f"{SPOUT_CONFIG}$Builder"
 RETRY_BACKOFF = f"{PACKAGE}.spout.KafkaSpoutRetryExponentialBackoff"
 TIME_INTERVAL = f"{RETRY_BACKOFF}$TimeInterval"
 DEFAULT_TRANSLATOR = f"{PACKAGE}.spout.DefaultRecordTranslator"
-KAFKA_BOLT = f"{PACKAGE}.bolt.KafkaBolt"
-DEFAULT_TOPIC_SELECTOR = f"{PACKAGE}.bolt.selector.DefaultTopicSelector"
-FIELD_NAME_MAPPER = f"{PACKAGE}.bolt.mapper.FieldNameBasedTupleToKafkaMapper"
 PATTERN = "java.util.regex.Pattern"
 
 # record translators by class name -> the spout's `translator`: the default one, and the
@@ -59,9 +66,7 @@ TIME_UNITS_MS = {
     "DAYS": 8.64e7,
 }
 JAVA_INT_MAX = 2**31 - 1  # DEFAULT_MAX_RETRIES: retry forever (the spout's -1)
-SERIALIZATION = "org.apache.kafka.common.serialization."
 TEXT, RAW = "StringDeserializer", "ByteArrayDeserializer"
-SERIALIZERS = (SERIALIZATION + "StringSerializer", SERIALIZATION + "ByteArraySerializer")
 
 
 # ---- stand-ins ----------------------------------------------------------------------------------
@@ -96,17 +101,6 @@ class SpoutSettings:
     built: bool = False
 
 
-@dataclass(frozen=True)
-class TopicSelector:
-    topic: str
-
-
-@dataclass(frozen=True)
-class Mapper:
-    key_field: str
-    message_field: str
-
-
 @dataclass
 class KafkaSpout(EmulatedComponent):
     settings: dict[str, object]
@@ -115,51 +109,15 @@ class KafkaSpout(EmulatedComponent):
         if kind != SPOUT:
             raise ArgumentError("KafkaSpout is a spout, listed under bolts")
         outputs = {DEFAULT_STREAM: spout_fields(self.settings)}
-        return COMMANDS[SPOUT], outputs, _prefixed(SPOUT, self.settings)
-
-
-@dataclass
-class KafkaBolt(EmulatedComponent):
-    settings: dict[str, object] = field(default_factory=dict)
-
-    def as_component(self, kind: str) -> ComponentParts:
-        if kind != BOLT:
-            raise ArgumentError("KafkaBolt is a bolt, listed under spouts")
-        if "bootstrap.servers" not in self.settings:
-            raise ArgumentError(
-                "KafkaBolt needs withProducerProperties with bootstrap.servers (its producer "
-                "cannot connect without it)"
-            )
-        if "topic" not in self.settings:
-            raise ArgumentError(
-                "KafkaBolt needs withTopicSelector (a topic name or a DefaultTopicSelector "
-                "bean): Storm refuses to prepare it without a topic"
-            )
-        return COMMANDS[BOLT], {}, _prefixed(BOLT, self.settings)
-
-
-def _prefixed(kind: str, settings: dict[str, object]) -> dict[str, object]:
-    return {PREFIXES[kind] + k: v for k, v in settings.items()}
+        return COMMANDS[SPOUT], outputs, prefixed(SPOUT, self.settings)
 
 
 # ---- argument checks ----------------------------------------------------------------------------
 
 
-def _text(value: object, what: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise ArgumentError(f"{what} must be a non-empty string, got {value!r}")
-    return value
-
-
 def _long(value: object, what: str, minimum: int = 0) -> int:
     if not is_int(value) or value < minimum:
         raise ArgumentError(f"{what} must be an integer >= {minimum}, got {value!r}")
-    return value
-
-
-def _flag(value: object, what: str) -> bool:
-    if not isinstance(value, bool):
-        raise ArgumentError(f"{what} takes true or false, got {value!r}")
     return value
 
 
@@ -169,16 +127,11 @@ def _enum(value: object, names: tuple[str, ...], what: str) -> str:
     return value
 
 
-def _class_name(value: object) -> str:
-    """A serializer given by class name (Flux passes a string where Java takes a Class)."""
-    return value if isinstance(value, str) else repr(value)
-
-
 # ---- the spout config ---------------------------------------------------------------------------
 
 
 def _topics(servers: object, topics: object) -> dict[str, object]:
-    settings: dict[str, object] = {"bootstrap.servers": _text(servers, "bootstrapServers")}
+    settings: dict[str, object] = {"bootstrap.servers": text_arg(servers, "bootstrapServers")}
     if isinstance(topics, TopicPattern):
         settings["topic.pattern"] = topics.regex
     elif isinstance(topics, str) and topics:
@@ -231,14 +184,14 @@ def _set_prop(settings: dict[str, object], args: Args) -> None:
     else:
         raise ArgumentError(f"setProp takes a map or a key and a value, got {args!r}")
     for key, value in props.items():
-        _consumer_prop(settings, _text(key, "a consumer property name"), value)
+        _consumer_prop(settings, text_arg(key, "a consumer property name"), value)
 
 
 def _consumer_prop(settings: dict[str, object], key: str, value: object) -> None:
     if key in ("bootstrap.servers", "group.id"):
-        settings[key] = _text(value, key)
+        settings[key] = text_arg(value, key)
     elif key in ("key.deserializer", "value.deserializer"):
-        name = _class_name(value)
+        name = class_name(value)
         short = name.rsplit(".", 1)[-1]
         if short not in (TEXT, RAW):
             raise ArgumentError(
@@ -311,14 +264,14 @@ _SPOUT_METHODS: dict[str, Callable[[dict[str, object], Args], None]] = {
     "setPartitionRefreshPeriodMs": _setter(
         "partition.refresh.period.ms", lambda v: _long(v, "partitionRefreshPeriodMs")
     ),
-    "setGroupId": _setter("group.id", lambda v: _text(v, "groupId")),
+    "setGroupId": _setter("group.id", lambda v: text_arg(v, "groupId")),
     "setTupleTrackingEnforced": _setter(
-        "tuple.tracking.enforced", lambda v: _flag(v, "tupleTrackingEnforced")
+        "tuple.tracking.enforced", lambda v: flag_arg(v, "tupleTrackingEnforced")
     ),
     "setRecordTranslator": _set_translator,
     "setRetry": _set_retry,
     "setStartTimeStamp": _no_timestamp,
-    "setEmitNullTuples": _ignored(lambda v: _flag(v, "emitNullTuples")),
+    "setEmitNullTuples": _ignored(lambda v: flag_arg(v, "emitNullTuples")),
     "setPollTimeoutMs": _ignored(lambda v: _long(v, "pollTimeoutMs")),
     "setMetricsTimeBucketSizeInSecs": _ignored(lambda v: _long(v, "metricsTimeBucketSizeInSecs")),
 }
@@ -389,84 +342,6 @@ def _new_backoff(args: Args) -> Backoff:
     )
 
 
-# ---- the bolt -----------------------------------------------------------------------------------
-
-
-def _with_producer_properties(bolt: KafkaBolt, args: Args) -> None:
-    (props,) = args
-    if not isinstance(props, dict):
-        raise ArgumentError(f"withProducerProperties takes a Properties bean, got {props!r}")
-    for key, value in props.items():
-        key = _text(key, "a producer property name")
-        if key == "bootstrap.servers":
-            bolt.settings[key] = _text(value, key)
-        elif key in ("key.serializer", "value.serializer"):
-            if _class_name(value) not in SERIALIZERS:
-                raise ArgumentError(
-                    f"{key} {value} is not emulated: the bolt writes text as UTF-8 "
-                    f"(StringSerializer) and other values as JSON"
-                )
-        elif key == "acks":
-            if str(value) not in ("all", "-1"):
-                log.warning(
-                    "KafkaBolt: acks=%s replaced by acks=all: the bolt acks a tuple only once "
-                    "every in-sync replica has its record (docs/kafka.md)",
-                    value,
-                )
-        else:
-            bolt.settings[f"producer.{key}"] = value
-
-
-def _with_topic_selector(bolt: KafkaBolt, args: Args) -> None:
-    (selector,) = args
-    if isinstance(selector, str) and selector:
-        bolt.settings["topic"] = selector
-    elif isinstance(selector, TopicSelector):
-        bolt.settings["topic"] = selector.topic
-    else:
-        raise ArgumentError(
-            f"withTopicSelector takes a topic name or a {DEFAULT_TOPIC_SELECTOR} bean, "
-            f"got {selector!r}"
-        )
-
-
-def _with_mapper(bolt: KafkaBolt, args: Args) -> None:
-    (mapper,) = args
-    if not isinstance(mapper, Mapper):
-        raise ArgumentError(f"withTupleToKafkaMapper takes a {FIELD_NAME_MAPPER} bean")
-    bolt.settings["key.field"] = mapper.key_field
-    bolt.settings["message.field"] = mapper.message_field
-
-
-def _fire_and_forget(bolt: KafkaBolt, args: Args) -> None:
-    if _flag(args[0], "fireAndForget"):
-        raise ArgumentError(
-            "setFireAndForget(true) is not emulated: the bolt acks a tuple only once the broker "
-            "has its record"
-        )
-
-
-def _set_async(bolt: KafkaBolt, args: Args) -> None:
-    _flag(args[0], "async")  # either way a tuple is acked when its delivery report comes
-
-
-def _new_mapper(args: Args) -> Mapper:
-    """FieldNameBasedTupleToKafkaMapper() ("key", "message") or (keyField, messageField)."""
-    if not args:
-        return Mapper("key", "message")
-    key, message = args
-    return Mapper(_text(key, "boltKeyField"), _text(message, "boltMessageField"))
-
-
-_BOLT_METHODS: dict[tuple[str, int], Callable[[KafkaBolt, Args], None]] = {
-    ("withProducerProperties", 1): _with_producer_properties,
-    ("withTopicSelector", 1): _with_topic_selector,
-    ("withTupleToKafkaMapper", 1): _with_mapper,
-    ("setFireAndForget", 1): _fire_and_forget,
-    ("setAsync", 1): _set_async,
-}
-
-
 # ---- the classes --------------------------------------------------------------------------------
 
 
@@ -489,16 +364,7 @@ KAFKA_COMPONENT_CLASSES: dict[str, JavaClass] = {
     KAFKA_SPOUT: JavaClass(
         KAFKA_SPOUT, {1: _spout}, constructor_usage="it has KafkaSpout(KafkaSpoutConfig)"
     ),
-    KAFKA_BOLT: JavaClass(
-        KAFKA_BOLT,
-        {0: lambda args: KafkaBolt()},
-        methods=_BOLT_METHODS,
-        setters={
-            "fireAndForget": lambda bolt, v: _fire_and_forget(bolt, [v]),
-            "async": lambda bolt, v: _set_async(bolt, [v]),
-        },
-        constructor_usage="it has only KafkaBolt()",
-    ),
+    **BOLT_COMPONENT_CLASSES,
 }
 
 # beans they are built from
@@ -525,18 +391,9 @@ KAFKA_BEAN_CLASSES: dict[str, JavaClass] = {
     PATTERN: JavaClass(
         PATTERN,
         {},
-        factories={("compile", 1): lambda args: TopicPattern(_text(args[0], "regex"))},
+        factories={("compile", 1): lambda args: TopicPattern(text_arg(args[0], "regex"))},
     ),
-    DEFAULT_TOPIC_SELECTOR: JavaClass(
-        DEFAULT_TOPIC_SELECTOR,
-        {1: lambda args: TopicSelector(_text(args[0], "topicName"))},
-        constructor_usage="DefaultTopicSelector(String topicName)",
-    ),
-    FIELD_NAME_MAPPER: JavaClass(
-        FIELD_NAME_MAPPER,
-        {0: _new_mapper, 2: _new_mapper},
-        constructor_usage="() or (String keyField, String messageField)",
-    ),
+    **BOLT_BEAN_CLASSES,
     **{
         name: JavaClass(name, {0: _translator(kind)}, constructor_usage="no arguments")
         for name, kind in TRANSLATORS.items()
