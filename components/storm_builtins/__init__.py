@@ -10,4 +10,6 @@ to these modules by name; `host/` never imports this package.
   emits `[word, count]` anchored to the input, acks it.
 * `org.apache.storm.testing.TestWordSpout` -> `test_word_spout`: one random word of five every
   100 ms on field `word`, unreliable (no message id), as Storm's.
+* `org.apache.storm.kafka.KafkaSpout` (the older storm-kafka) -> `storm_kafka_spout`: launches
+  components/kafka_spout's storm-kafka flavour (brokers and offsets in ZooKeeper, docs/kafka.md).
 """
