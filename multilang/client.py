@@ -35,6 +35,14 @@ becomes a `log` command at INFO, as with pystorm. The loggers' levels decide wha
 root logger is at INFO unless the component configured logging before `run()`). Set the class
 attribute `forward_logging = False` to leave logging alone.
 
+Serializer: a component speaks whatever the host speaks to it, JSON (the default) or, when it is
+declared `serializer: msgpack`, MessagePack (docs/protocol.md §11); no flag is needed, the first
+byte of the host's setup message tells (`detect_serializer`). `self.serializer` says which
+("json" or "msgpack") from the handshake on, so `initialize` can choose what to emit. Under
+msgpack a `bytes` value is sent as msgpack bin and arrives as `bytes`; under JSON it is sent as
+base64 text (codec.dumps), as the host also writes bytes to JSON components.
+(`multilang/client_msgpack.py` holds the msgpack side.)
+
 Not thread-safe: call emit/ack/fail/log only from the thread that runs `run()` (typically from
 inside the hooks). Records logged through `logging` by other threads go to stderr, not to the
 protocol pipe.
@@ -49,7 +57,7 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .codec import EncodeError, HostDecoder, ProtocolError, dumps, frame, ujson_dumps, values_json
 from .log_handler import install as install_log_handler
@@ -71,6 +79,9 @@ from .messages import (
     TupleMessage,
 )
 
+if TYPE_CHECKING:  # at run time only msgpack components import it (and msgpack)
+    from .client_msgpack import MsgpackHostDecoder
+
 __all__ = [
     "Bolt",
     "BasicBolt",
@@ -82,6 +93,7 @@ __all__ = [
     "WARN",
     "ERROR",
     "EncodeError",
+    "detect_serializer",
 ]
 
 READ_SIZE = 64 * 1024  # the Linux pipe capacity: one read drains a full pipe
@@ -97,6 +109,15 @@ _ANCHORED_END = b',"anchors":[%b],"need_task_ids":false}\nend\n'
 _TRACKED_END = b',"id":%b,"need_task_ids":false}\nend\n'
 _TRACKED_INT_END = b',"id":%d,"need_task_ids":false}\nend\n'  # the usual message id: a number
 _ACK_FRAME = b'{"command":"ack","id":%b}\nend\n'
+# How a msgpack map starts (fixmap, map 16, map 32): the host's setup message under msgpack
+_MSGPACK_MAP_STARTS = frozenset((*range(0x80, 0x90), 0xDE, 0xDF))
+
+
+def detect_serializer(first: bytes) -> str:
+    """The serializer the host speaks, from the first bytes it writes (its setup message): a
+    msgpack map -> "msgpack"; anything else (JSON's `{`, or bytes the JSON decoder will report)
+    -> "json"."""
+    return "msgpack" if first and first[0] in _MSGPACK_MAP_STARTS else "json"
 
 
 class Tuple(TupleMessage):
@@ -214,7 +235,9 @@ class _Component:
         self.pid = os.getpid()
         self.task_id: int | None = None
         self.component_id: str | None = None
-        self._decoder = HostDecoder(tuple_type=self._tuple_type)
+        #: "json" or "msgpack": what the host speaks to this component, known from the handshake
+        self.serializer = "json"
+        self._decoder: HostDecoder | MsgpackHostDecoder = HostDecoder(tuple_type=self._tuple_type)
         self._pending: deque[HostMessage] = deque()  # host messages not handled yet, in order
         self._task_ids: deque[list[int]] = deque()  # task-id lists read before anyone asked
         self._out: list[bytes] = []  # frames to write at the next flush
@@ -286,6 +309,17 @@ class _Component:
         sys.stdout = self._stdout_log
 
     def _handshake(self) -> None:
+        self.before_wait()
+        self._flush()
+        data = os.read(self._in_fd, READ_SIZE)
+        if not data:
+            raise _EndOfInput()
+        if detect_serializer(data) == "msgpack":
+            self._speak_msgpack()
+        try:
+            self._pending.extend(self._decoder.feed(data))
+        except ProtocolError as exc:
+            self._pending.extend(self._recover(exc))
         while not self._pending:
             self._read()
         msg = self._pending.popleft()
@@ -302,8 +336,20 @@ class _Component:
             raise _StartupError(f"cannot create the pid file in {msg.pid_dir!r}: {exc}") from exc
         # pipeline/1: we answer spout commands one by one, in order, so the host may write them
         # ahead of our syncs (docs/protocol.md, "Protocol extensions")
-        self._out.append(frame(dumps({"pid": self.pid, "ext": [PIPELINE_EXT]})))
+        self._out.append(self._pid_reply())
         self._flush()  # the host waits for the pid before anything else; initialize may be slow
+
+    def _speak_msgpack(self) -> None:
+        """From now on read and write msgpack: the instance becomes its class's msgpack
+        subclass (client_msgpack.msgpack_class), so the JSON methods stay as they are."""
+        from .client_msgpack import MsgpackHostDecoder, msgpack_class  # needs msgpack
+
+        self.__class__ = msgpack_class(type(self))
+        self._decoder = MsgpackHostDecoder(tuple_type=self._tuple_type)
+        self.serializer = "msgpack"
+
+    def _pid_reply(self) -> bytes:
+        return frame(dumps({"pid": self.pid, "ext": [PIPELINE_EXT]}))
 
     def _start(self) -> None:
         try:

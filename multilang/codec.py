@@ -10,6 +10,7 @@ host's side) and `HostDecoder` (a client's side) turn payloads into the typed me
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -165,7 +166,8 @@ ujson_dumps = _positional_ujson_dumps()
 
 
 def dumps(value: Any) -> str:
-    """Compact single-line JSON, non-ASCII kept as UTF-8, '/' unescaped."""
+    """Compact single-line JSON, non-ASCII kept as UTF-8, '/' unescaped; bytes (a msgpack
+    component's bin values, docs/protocol.md §11) as base64 text."""
     try:
         if _ujson is not None:
             try:
@@ -177,7 +179,38 @@ def dumps(value: Any) -> str:
                 pass
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=True)
     except (TypeError, ValueError) as exc:
-        raise EncodeError(f"cannot encode {shorten(repr(value).encode())} as JSON: {exc}") from exc
+        error = exc
+    if _holds_bytes(value):  # only after a failure, off the hot path: values rarely hold bytes
+        try:
+            return json.dumps(
+                value,
+                ensure_ascii=False,
+                separators=(",", ":"),
+                allow_nan=True,
+                default=_bytes_as_base64,
+            )
+        except (TypeError, ValueError) as exc:
+            error = exc
+    raise EncodeError(f"cannot encode {shorten(repr(value).encode())} as JSON: {error}") from error
+
+
+def _holds_bytes(value: Any) -> bool:
+    t = type(value)
+    if t is bytes:
+        return True
+    if t is list or t is tuple:
+        return any(_holds_bytes(v) for v in value)
+    if t is dict:
+        return any(_holds_bytes(v) for v in value.values())
+    return False
+
+
+def _bytes_as_base64(value: Any) -> str:
+    """Bytes in JSON (a msgpack component's bin, docs/protocol.md §11): base64 text, as Storm's
+    Jackson writes a Java byte[]. Anything else stays an error."""
+    if type(value) is bytes:
+        return base64.b64encode(value).decode("ascii")
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def frame(text: str) -> bytes:

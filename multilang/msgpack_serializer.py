@@ -11,8 +11,11 @@ Reading a component (what pyleus's Java serializer does, and where we are kinder
 * spout message ids in `emit` are kept as they are, so `ack` / `fail` echo the value the spout
   emitted (pyleus's `MessagePackSerializer.java` stringifies those too, which breaks a spout
   whose ids are ints);
-* str and bin alike become Python str (UTF-8); anything that JSON could not carry either (map keys
-  that are not strings, extension types, invalid UTF-8) is a ProtocolError.
+* bin inside an emit's `tuple` stays Python bytes: the host writes it as bin to msgpack
+  components and as base64 text to JSON ones (codec.dumps), as Storm's msgpack serializer yields
+  a Java byte[] and Jackson writes that as base64. Everywhere else (ids, anchors, stream, log
+  text, metrics, map keys) bin becomes str (UTF-8), as before; map keys that are not strings,
+  extension types and invalid UTF-8 there are a ProtocolError.
 """
 
 from __future__ import annotations
@@ -35,27 +38,39 @@ class _Unsupported(ValueError):
     pass
 
 
-def _plain(value: Any) -> Any:
-    """`value` with every bytes turned into str, checked to hold only what JSON can carry.
-    Lists and dicts are fixed in place: they were just unpacked and belong to nobody else."""
+def _plain(value: Any, keep_bytes: bool = False) -> Any:
+    """`value` with every bytes turned into str (kept as bytes with `keep_bytes`, but for map
+    keys), checked to hold only what a tuple can carry. Lists and dicts are fixed in place: they
+    were just unpacked and belong to nobody else."""
     t = type(value)
     if t in _SCALARS:
         return value
     if t is list:
         for i, item in enumerate(value):
             if type(item) not in _SCALARS:
-                value[i] = _plain(item)
+                value[i] = _plain(item, keep_bytes)
         return value
     if t is dict:
         if any(type(k) is bytes for k in value):
             value = {(k.decode("utf-8") if type(k) is bytes else k): v for k, v in value.items()}
         for k, item in value.items():
             if type(item) not in _SCALARS:
-                value[k] = _plain(item)
+                value[k] = _plain(item, keep_bytes)
         return value
     if t is bytes:
-        return value.decode("utf-8")
+        return value if keep_bytes else value.decode("utf-8")
     raise _Unsupported(f"a value of msgpack type {t.__name__}, which a tuple cannot hold")
+
+
+def _plain_message(value: dict[Any, Any]) -> dict[str, Any]:
+    """A message through `_plain`, but an emit's tuple values keep their bytes."""
+    if any(type(k) is bytes for k in value):
+        value = {(k.decode("utf-8") if type(k) is bytes else k): v for k, v in value.items()}
+    emit = value.get("command") in ("emit", b"emit")
+    for k, item in value.items():
+        if type(item) not in _SCALARS:
+            value[k] = _plain(item, emit and k == "tuple")
+    return value
 
 
 # The bytes that start a bin or an extension value. Bytes read without any of them hold neither,
@@ -75,7 +90,7 @@ def _message(value: Any, awaiting_pid: bool, walk: bool) -> ComponentMessage:
         raise ProtocolError("message is not a msgpack map")
     if walk:
         try:
-            value = _plain(value)
+            value = _plain_message(value)
         except (UnicodeDecodeError, _Unsupported, RecursionError) as exc:
             raise ProtocolError(f"cannot read the message: {exc}") from None
     command = value.get("command")

@@ -9,6 +9,8 @@ tuples costs one round trip, and no ack is held back while the host has nothing 
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -21,8 +23,17 @@ from multilang import Bolt, Tuple
 PREFIX = "kafka.bolt."
 PRODUCER_PREFIX = PREFIX + "producer."
 KNOWN_KEYS = frozenset(
-    PREFIX + k for k in ("bootstrap.servers", "topic", "topic.field", "key.field", "message.field")
+    PREFIX + k
+    for k in (
+        "bootstrap.servers",
+        "topic",
+        "topic.field",
+        "key.field",
+        "message.field",
+        "encoding",
+    )
 )
+ENCODINGS = ("string", "bytes")
 # FieldNameBasedTupleToKafkaMapper's default field names
 DEFAULT_KEY_FIELD, DEFAULT_MESSAGE_FIELD = "key", "message"
 
@@ -39,6 +50,7 @@ class BoltConfig:
     key_field: str
     message_field: str
     producer: Mapping[str, Any] = field(default_factory=dict)
+    encoding: str = "string"
 
 
 def from_conf(conf: Mapping[str, Any]) -> BoltConfig:
@@ -58,6 +70,9 @@ def from_conf(conf: Mapping[str, Any]) -> BoltConfig:
     topic, topic_field = conf.get(PREFIX + "topic"), conf.get(PREFIX + "topic.field")
     if (topic is None) == (topic_field is None):
         raise ConfigError(f"set exactly one of {PREFIX}topic and {PREFIX}topic.field")
+    encoding = str(conf.get(PREFIX + "encoding", "string"))
+    if encoding not in ENCODINGS:
+        raise ConfigError(f"{PREFIX}encoding is {encoding!r}: string or bytes")
     producer = {
         k[len(PRODUCER_PREFIX) :]: v for k, v in conf.items() if k.startswith(PRODUCER_PREFIX)
     }
@@ -73,6 +88,7 @@ def from_conf(conf: Mapping[str, Any]) -> BoltConfig:
         key_field=str(conf.get(PREFIX + "key.field", DEFAULT_KEY_FIELD)),
         message_field=str(conf.get(PREFIX + "message.field", DEFAULT_MESSAGE_FIELD)),
         producer=producer,
+        encoding=encoding,
     )
 
 
@@ -87,6 +103,22 @@ def to_bytes(value: Any) -> bytes | None:
     return json.dumps(value, separators=(",", ":")).encode("utf-8")
 
 
+def from_base64(value: Any) -> bytes | None:
+    """A field's value as record bytes with encoding `bytes`: text is base64 (how bytes reach a
+    JSON component, and how the Kafka spout emits them under JSON), decoded; bytes (under msgpack)
+    as they are; anything else as `to_bytes` writes it. Text that is not base64 raises
+    ValueError, which fails the tuple."""
+    if isinstance(value, str):
+        try:
+            return base64.b64decode(value, validate=True)
+        except binascii.Error as exc:
+            raise ValueError(
+                f"kafka bolt: {PREFIX}encoding is bytes, but a field is not base64 "
+                f"({exc}): {value[:80]!r}"
+            ) from None
+    return to_bytes(value)
+
+
 class KafkaBolt(Bolt):
     unsettled = 0  # records produced whose delivery report has not come yet
 
@@ -99,6 +131,15 @@ class KafkaBolt(Bolt):
         }
         props.update(self.cfg.producer)
         self.producer = Producer(props)
+        self.encode = from_base64 if self.cfg.encoding == "bytes" else to_bytes
+        if self.serializer == "msgpack" and "source->stream->fields" not in context:
+            # msgpack's handshake has no field names (docs/protocol.md §11), which the key and
+            # message fields are found by: the bolt runs under JSON (docs/kafka.md, "The bolt")
+            raise ConfigError(
+                f"kafka bolt {self.component_id}: the handshake's context has no "
+                "source->stream->fields (serializer: msgpack sends none); run the bolt with the "
+                f"default serializer json and {PREFIX}encoding: bytes to write bytes"
+            )
         # (source, stream) -> indexes of the key, message and topic fields in its tuples
         self.layout: dict[tuple[str, str], tuple[int | None, int, int | None]] = {}
         for source, streams in context.get("source->stream->fields", {}).items():
@@ -135,8 +176,9 @@ class KafkaBolt(Bolt):
         values = tup.values
         topic = self.cfg.topic if topic_index is None else str(values[topic_index])
         assert topic is not None  # from_conf requires a topic or a topic field
-        key = None if key_index is None else to_bytes(values[key_index])
-        message = to_bytes(values[message_index])
+        encode = self.encode
+        key = None if key_index is None else encode(values[key_index])
+        message = encode(values[message_index])
         tid = tup.id
 
         def delivered(err: KafkaError | None, _msg: Any) -> None:

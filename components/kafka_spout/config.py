@@ -157,7 +157,12 @@ def from_conf(conf: Mapping[str, Any], context: Mapping[str, Any]) -> SpoutConfi
         except re.error as exc:
             raise ConfigError(f"{PREFIX}topic.pattern {pattern!r} is not a regex: {exc}") from None
         pattern = str(pattern)
-    component = context.get("componentid") or "kafka-spout"
+    # msgpack's reduced context has no componentid, only task->component (docs/protocol.md §11)
+    component = (
+        context.get("componentid")
+        or context.get("task->component", {}).get(str(context.get("taskid")))
+        or "kafka-spout"
+    )
     group_id = str(
         conf.get(PREFIX + "group.id") or f"{conf.get('topology.name', 'topology')}-{component}"
     )

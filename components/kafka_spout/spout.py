@@ -48,7 +48,8 @@ DEAD_LETTER_RETRY_SECS = 1.0  # a dead-letter write that failed is tried again a
 def task_share(context: dict, task_id: int | None) -> tuple[int, int]:
     """(index of this task among its component's tasks, number of tasks): the manual
     partitioner's input, as Storm's TopologyContext gives it."""
-    component = context.get("componentid")
+    # msgpack's reduced context has no componentid, only task->component (docs/protocol.md §11)
+    component = context.get("componentid") or context.get("task->component", {}).get(str(task_id))
     tasks = sorted(int(t) for t, c in context.get("task->component", {}).items() if c == component)
     if task_id is None or task_id not in tasks:
         return 0, 1
@@ -86,7 +87,10 @@ class KafkaSpout(Spout):
             {"topologyId": conf.get("storm.id", ""), "taskId": self.task_id, "threadName": "main"}
         )
         self.storm_id = conf.get("storm.id", "")
-        self.translate = translator(cfg.translator, cfg.encoding, cfg.json_fields)
+        # raw bytes only where the pipe carries them: msgpack (client.py's `serializer`)
+        self.translate = translator(
+            cfg.translator, cfg.encoding, cfg.json_fields, raw_bytes=self.serializer == "msgpack"
+        )
         self.at_least_once = cfg.guarantee == AT_LEAST_ONCE
         self.keep_raw = cfg.dead_letter_topic is not None
         props: dict[str, Any] = {

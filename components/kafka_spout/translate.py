@@ -5,8 +5,9 @@
 - json:    the value parsed as a JSON object, the configured keys in order (a missing key is
            null; a value that is not a JSON object is an error for that record)
 
-Keys and values are text (UTF-8, undecodable bytes replaced) with encoding `string`, or base64
-text with encoding `bytes`: the tuple crosses the multilang pipe as JSON, which has no bytes.
+Keys and values are text (UTF-8, undecodable bytes replaced) with encoding `string`. With
+encoding `bytes` they are the record's bytes (`raw_bytes`: the spout runs under msgpack, whose
+bin carries them) or base64 text of them (under JSON, which has no bytes).
 """
 
 from __future__ import annotations
@@ -31,8 +32,14 @@ def _b64(data: bytes | None) -> str | None:
     return None if data is None else base64.b64encode(data).decode("ascii")
 
 
-def translator(kind: str, encoding: str, json_fields: tuple[str, ...] = ()) -> Translate:
-    decode = _b64 if encoding == "bytes" else _text
+def _raw(data: bytes | None) -> bytes | None:
+    return data
+
+
+def translator(
+    kind: str, encoding: str, json_fields: tuple[str, ...] = (), raw_bytes: bool = False
+) -> Translate:
+    decode = (_raw if raw_bytes else _b64) if encoding == "bytes" else _text
     if kind == "value":
         return lambda topic, partition, offset, key, value: [decode(value)]
     if kind == "json":

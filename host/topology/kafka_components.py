@@ -49,7 +49,14 @@ SPOUT_KEYS = (
     "records.per.next",
     "tuple.tracking.enforced",
 )
-BOLT_KEYS = ("bootstrap.servers", "topic", "topic.field", "key.field", "message.field")
+BOLT_KEYS = (
+    "bootstrap.servers",
+    "topic",
+    "topic.field",
+    "key.field",
+    "message.field",
+    "encoding",
+)
 KEYS = {SPOUT: SPOUT_KEYS, BOLT: BOLT_KEYS}
 
 TRANSLATORS = ("default", "value", "json")

@@ -597,7 +597,7 @@ class B(BasicBolt):
         if kind == "surrogate":
             self.emit(["ok", "\\udc00"])
         elif kind == "bytes":
-            self.emit([b"raw"])
+            self.emit([b"raw", object()])  # bytes alone go out as base64 text
         elif kind == "iterable":
             self.emit(("a", 1))
             self.emit(["empty anchors"], anchors=[])

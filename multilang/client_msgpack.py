@@ -1,0 +1,269 @@
+"""The Python client's MessagePack side (docs/protocol.md §11): what a component built on
+`multilang.client` speaks when the host runs it with `serializer: msgpack`.
+
+No flag is needed in the component: `client._Component._handshake` looks at the first byte the
+host writes (`client.detect_serializer`), and for msgpack switches the instance to `msgpack_class(type(self))`, a
+subclass made once per class that overrides only how messages are written and read. The JSON
+code paths are not touched, so they cost nothing more for this.
+
+The framing is pystorm's (`pystorm/serializers/msgpack_serializer.py`) and what the host's
+`multilang/msgpack_serializer.py` reads: back-to-back msgpack values, no `end` lines; a map per
+message, an array for a task-id list. str goes as msgpack str and `bytes` as bin, and bin comes
+back as `bytes`, so a tuple value may be bytes end to end (the host writes it as base64 text to
+JSON components).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import msgpack
+
+from .client import (
+    Bolt,
+    Spout,
+    Tuple,
+    _Component,
+    _format_exception,
+    _tuple_id,
+)
+from .codec import DEFAULT_MAX_FRAME, EncodeError, ProtocolError, host_message, shorten
+from .messages import (
+    DEFAULT_STREAM,
+    HEARTBEAT_STREAM,
+    INFO,
+    PIPELINE_EXT,
+    SYSTEM_TASK,
+    TICK_STREAM,
+    WARN,
+    HostMessage,
+    SpoutCommand,
+    TupleMessage,
+)
+
+__all__ = ["MsgpackHostDecoder", "msgpack_class", "pack"]
+
+
+class MsgpackHostDecoder:
+    """A client's reader of host messages under msgpack; the interface of codec.HostDecoder.
+
+    A value that is not a host message raises ProtocolError (`decoded`: the messages before it)
+    and the values after it are kept for the next `feed` (even `feed(b"")`). Bytes that are not
+    msgpack, or a message beyond `max_frame`, raise ProtocolError and drop what was buffered:
+    a msgpack stream cannot be resynchronised, and the host never writes such bytes.
+    """
+
+    __slots__ = ("_unpacker", "_backlog", "_tuple_type", "max_frame")
+
+    def __init__(
+        self, max_frame: int = DEFAULT_MAX_FRAME, tuple_type: type[TupleMessage] = TupleMessage
+    ):
+        self.max_frame = max_frame
+        self._tuple_type = tuple_type
+        self._backlog: list[Any] = []
+        self._unpacker = self._new_unpacker()
+
+    def _new_unpacker(self) -> msgpack.Unpacker:
+        return msgpack.Unpacker(
+            raw=False, strict_map_key=False, use_list=True, max_buffer_size=self.max_frame
+        )
+
+    def feed(self, data: bytes) -> list[HostMessage]:
+        values, self._backlog = self._backlog, []
+        if data:
+            try:
+                self._unpacker.feed(data)
+                values.extend(self._unpacker)
+            except (msgpack.BufferFull, ValueError, TypeError) as exc:
+                self._unpacker = self._new_unpacker()
+                out = self._messages(values)
+                raise ProtocolError(
+                    f"invalid msgpack from the host ({type(exc).__name__}: {exc})",
+                    bytes(data[:200]),
+                    out,
+                ) from None
+        return self._messages(values)
+
+    def _messages(self, values: list[Any]) -> list[HostMessage]:
+        out: list[HostMessage] = []
+        tuple_type = self._tuple_type
+        for i, value in enumerate(values):
+            try:
+                out.append(host_message(value, tuple_type))
+            except ProtocolError as exc:
+                self._backlog = values[i + 1 :]
+                raise ProtocolError(exc.reason, exc.raw, out) from None
+        return out
+
+
+_packer = msgpack.Packer(use_bin_type=True, autoreset=True)
+
+
+def pack(message: Any) -> bytes:
+    """One message as msgpack (str as str, bytes as bin). EncodeError for what msgpack cannot
+    hold (an object, an int beyond 64 bits, a lone surrogate)."""
+    try:
+        return _packer.pack(message)
+    except (TypeError, ValueError, OverflowError) as exc:  # UnicodeEncodeError is a ValueError
+        raise EncodeError(
+            f"cannot encode {shorten(repr(message).encode())} as msgpack: {exc}"
+        ) from exc
+
+
+_SYNC = pack({"command": "sync"})
+
+
+class _MsgpackComponent(_Component):
+    """What msgpack spouts and bolts share: log / error / metrics, the pid reply, emits."""
+
+    def log(self, msg: Any, level: int = INFO) -> None:
+        self._out.append(pack({"command": "log", "msg": str(msg), "level": int(level)}))
+
+    def error(self, msg: Any) -> None:
+        self._out.append(pack({"command": "error", "msg": str(msg)}))
+
+    def metrics(self, name: str, params: Any = None) -> None:
+        self._out.append(pack({"command": "metrics", "name": name, "params": params}))
+
+    def _pid_reply(self) -> bytes:
+        return pack({"pid": self.pid, "ext": [PIPELINE_EXT]})
+
+    def _send_emit(
+        self, wire: dict[str, Any], direct_task: int | None, need_task_ids: bool
+    ) -> list[int] | None:
+        if direct_task is not None:
+            wire["task"] = direct_task
+        if direct_task is not None or not need_task_ids:
+            wire["need_task_ids"] = False
+            self._out.append(pack(wire))
+            return [direct_task] if need_task_ids and direct_task is not None else None
+        self._out.append(pack(wire))
+        return self._await_task_ids()
+
+
+class _MsgpackBolt(_MsgpackComponent, Bolt):
+    """Bolt's sending side in msgpack; the hooks and their rules are Bolt's."""
+
+    def emit(
+        self,
+        values: Iterable[Any],
+        stream: str = DEFAULT_STREAM,
+        anchors: Iterable[Any] = (),
+        direct_task: int | None = None,
+        need_task_ids: bool = False,
+    ) -> list[int] | None:
+        wire: dict[str, Any] = {"command": "emit", "tuple": list(values)}
+        if stream != DEFAULT_STREAM:
+            wire["stream"] = stream
+        if anchors:
+            wire["anchors"] = [_tuple_id(a) for a in anchors]
+        elif self._anchors is not None:
+            wire["anchors"] = self._anchors
+        return self._send_emit(wire, direct_task, need_task_ids)
+
+    def ack(self, tup: Any) -> None:
+        tid = _tuple_id(tup)
+        if tid == self._current_id:
+            self._settled = True
+        self._out.append(pack({"command": "ack", "id": tid}))
+
+    def fail(self, tup: Any) -> None:
+        tid = _tuple_id(tup)
+        if tid == self._current_id:
+            self._settled = True
+        self._out.append(pack({"command": "fail", "id": tid}))
+
+    def _handle(self, msg: Any) -> None:
+        if type(msg) is Tuple:
+            if msg.task == SYSTEM_TASK:
+                if msg.stream == HEARTBEAT_STREAM:
+                    self._out.append(_SYNC)
+                    return
+                if msg.stream == TICK_STREAM:
+                    self._run(self.process_tick, msg, anchored=False, auto_ack=True)
+                    return
+            self._run(self.process, msg, self.auto_anchor, self.auto_ack)
+        else:
+            self._unexpected(msg)
+
+    def _run(self, hook: Any, tup: Tuple, anchored: bool, auto_ack: bool) -> None:
+        tid = tup.id
+        self._current_id = tid
+        self._settled = False
+        if anchored:
+            self._anchors = [tid]
+        try:
+            hook(tup)
+        except Exception:
+            self.error(_format_exception())  # then fail, as Bolt._run does
+            if not self._settled:
+                self._out.append(pack({"command": "fail", "id": tid}))
+        else:
+            if auto_ack and not self._settled:
+                self._out.append(pack({"command": "ack", "id": tid}))
+        finally:
+            self._current_id = None
+            self._anchors = None
+
+
+class _MsgpackSpout(_MsgpackComponent, Spout):
+    """Spout's sending side in msgpack; `ack` / `fail` stay the user's hooks."""
+
+    def emit(
+        self,
+        values: Iterable[Any],
+        id: Any = None,
+        stream: str = DEFAULT_STREAM,
+        direct_task: int | None = None,
+        need_task_ids: bool = False,
+    ) -> list[int] | None:
+        wire: dict[str, Any] = {"command": "emit", "tuple": list(values)}
+        if id is not None:
+            wire["id"] = id
+        if stream != DEFAULT_STREAM:
+            wire["stream"] = stream
+        return self._send_emit(wire, direct_task, need_task_ids)
+
+    def _handle(self, msg: Any) -> None:
+        if type(msg) is not SpoutCommand:
+            self._unexpected(msg)
+            return
+        command = msg.command
+        try:
+            if command == "ack":
+                self.ack(msg.id)
+            elif command == "next":
+                self.next_tuple()
+            elif command == "fail":
+                self.fail(msg.id)
+            elif command == "activate":
+                self.activate()
+            elif command == "deactivate":
+                self.deactivate()
+            else:
+                self.log(f"ignoring unknown spout command {command!r}", WARN)
+        except Exception:
+            self.error(_format_exception())
+        self._out.append(_SYNC)
+
+
+_classes: dict[type, type] = {}
+
+
+def msgpack_class(cls: type[_Component]) -> type[_Component]:
+    """`cls` speaking msgpack: a subclass whose MRO puts the msgpack overrides just above the
+    library's Bolt / Spout, below the user's classes, so a user's `emit` override that calls
+    `super().emit` still reaches the msgpack one."""
+    made = _classes.get(cls)
+    if made is None:
+        side: type = _MsgpackBolt if issubclass(cls, Bolt) else _MsgpackSpout
+        if not issubclass(cls, (Bolt, Spout)):
+            raise TypeError(f"{cls.__name__} is neither a Bolt nor a Spout")
+        if issubclass(side, cls):  # Bolt or Spout itself
+            made = side
+        else:
+            made = type(cls.__name__, (cls, side), {"__module__": cls.__module__})
+            made.__qualname__ = cls.__qualname__
+        _classes[cls] = made
+    return made
