@@ -258,15 +258,15 @@ class _Component:
     # ---- what user code can send ---------------------------------------------------------------
     def log(self, msg: Any, level: int = INFO) -> None:
         """Log through the host: level 0..4 = TRACE, DEBUG, INFO, WARN, ERROR."""
-        self._out.append(frame(dumps({"command": "log", "msg": str(msg), "level": int(level)})))
+        self._out.append(self._pack({"command": "log", "msg": str(msg), "level": int(level)}))
 
     def error(self, msg: Any) -> None:
         """Report an error to the host (shown as a component error; not fatal)."""
-        self._out.append(frame(dumps({"command": "error", "msg": str(msg)})))
+        self._out.append(self._pack({"command": "error", "msg": str(msg)}))
 
     def metrics(self, name: str, params: Any = None) -> None:
         """Update the host-side metric `name` with `params`."""
-        self._out.append(frame(dumps({"command": "metrics", "name": name, "params": params})))
+        self._out.append(self._pack({"command": "metrics", "name": name, "params": params}))
 
     def flush(self) -> None:
         """Write what is buffered now. The library flushes before every blocking read, so this
@@ -341,15 +341,25 @@ class _Component:
 
     def _speak_msgpack(self) -> None:
         """From now on read and write msgpack: the instance becomes its class's msgpack
-        subclass (client_msgpack.msgpack_class), so the JSON methods stay as they are."""
+        subclass (client_msgpack.msgpack_class), which only changes how messages are framed."""
         from .client_msgpack import MsgpackHostDecoder, msgpack_class  # needs msgpack
 
         self.__class__ = msgpack_class(type(self))
         self._decoder = MsgpackHostDecoder(tuple_type=self._tuple_type)
         self.serializer = "msgpack"
+        self._emit_end = None  # Bolt's preformatted JSON emit: off
 
     def _pid_reply(self) -> bytes:
-        return frame(dumps({"pid": self.pid, "ext": [PIPELINE_EXT]}))
+        return self._pack({"pid": self.pid, "ext": [PIPELINE_EXT]})
+
+    # How a message is written: JSON here, msgpack in client_msgpack's subclasses, which override
+    # these and nothing else; the JSON-only fast paths (preformatted frames) are switched off
+    # there through `_emit_end` / `_tuple_id_json` / `_idle_emit_end`.
+    _sync_frame = _SYNC_FRAME
+    _emit_end: bytes | None  # Bolt's preformatted end of a plain emit's JSON frame
+
+    def _pack(self, message: Any) -> bytes:
+        return frame(dumps(message))
 
     def _start(self) -> None:
         try:
@@ -463,13 +473,13 @@ class _Component:
         if direct_task is not None:
             wire["task"] = direct_task
             wire["need_task_ids"] = False
-            self._out.append(frame(dumps(wire)))
+            self._out.append(self._pack(wire))
             return [direct_task] if need_task_ids else None
         if not need_task_ids:
             wire["need_task_ids"] = False
-            self._out.append(frame(dumps(wire)))
+            self._out.append(self._pack(wire))
             return None
-        self._out.append(frame(dumps(wire)))
+        self._out.append(self._pack(wire))
         return self._await_task_ids()
 
     def _await_task_ids(self) -> list[int]:
@@ -512,6 +522,9 @@ class Bolt(_Component):
     #: Ack the current tuple when `process` returns (unless user code acked or failed it).
     auto_ack = False
     _tuple_type = Tuple
+    # the JSON fast paths (see `_pack`): a tuple id's JSON, and the unanchored emit's frame end
+    _tuple_id_json = staticmethod(_id_json)
+    _idle_emit_end: bytes | None = _EMIT_END
 
     def __init__(self) -> None:
         super().__init__()
@@ -572,21 +585,21 @@ class Bolt(_Component):
         tid = _tuple_id(tup)
         if tid == self._current_id:
             self._settled = True
-        self._out.append(frame(dumps({"command": "ack", "id": tid})))
+        self._out.append(self._pack({"command": "ack", "id": tid}))
 
     def fail(self, tup: Any) -> None:
         """Fail an input tuple (a Tuple or its id): its spout tuple will be replayed."""
         tid = _tuple_id(tup)
         if tid == self._current_id:
             self._settled = True
-        self._out.append(frame(dumps({"command": "fail", "id": tid})))
+        self._out.append(self._pack({"command": "fail", "id": tid}))
 
     # ---- dispatch ------------------------------------------------------------------------------
     def _handle(self, msg: Any) -> None:
         if type(msg) is Tuple:
             if msg.task == SYSTEM_TASK:
                 if msg.stream == HEARTBEAT_STREAM:
-                    self._out.append(_SYNC_FRAME)
+                    self._out.append(self._sync_frame)
                     return
                 if msg.stream == TICK_STREAM:
                     self._run(self.process_tick, msg, anchored=False, auto_ack=True)
@@ -599,7 +612,7 @@ class Bolt(_Component):
         self, hook: Callable[[Tuple], None], tup: Tuple, anchored: bool, auto_ack: bool
     ) -> None:
         tid = tup.id
-        id_json = _id_json(tid)  # once per tuple: its emits and its ack share it
+        id_json = self._tuple_id_json(tid)  # once per tuple: its emits and its ack share it
         self._current_id = tid
         self._settled = False
         if anchored:
@@ -611,18 +624,18 @@ class Bolt(_Component):
             # error first, then fail: the order storm.py uses, so the reason is logged first
             self.error(_format_exception())
             if not self._settled:
-                self._out.append(frame(dumps({"command": "fail", "id": tid})))
+                self._out.append(self._pack({"command": "fail", "id": tid}))
         else:
             if auto_ack and not self._settled:
                 self._out.append(
                     _ACK_FRAME % id_json
                     if id_json is not None
-                    else frame(dumps({"command": "ack", "id": tid}))
+                    else self._pack({"command": "ack", "id": tid})
                 )
         finally:
             self._current_id = None
             self._anchors = None
-            self._emit_end = _EMIT_END
+            self._emit_end = self._idle_emit_end
 
     def _shutdown(self) -> None:
         self.cleanup()
@@ -718,7 +731,7 @@ class Spout(_Component):
                 self.log(f"ignoring unknown spout command {command!r}", WARN)
         except Exception:
             self.error(_format_exception())
-        self._out.append(_SYNC_FRAME)  # the host waits for it whatever happened
+        self._out.append(self._sync_frame)  # the host waits for it whatever happened
 
     def _shutdown(self) -> None:
         self.close()

@@ -23,22 +23,12 @@ import msgpack
 from .client import (
     Bolt,
     Spout,
-    Tuple,
     _Component,
-    _format_exception,
-    _tuple_id,
 )
 from .codec import DEFAULT_MAX_FRAME, EncodeError, ProtocolError, host_message, shorten
 from .messages import (
     DEFAULT_STREAM,
-    HEARTBEAT_STREAM,
-    INFO,
-    PIPELINE_EXT,
-    SYSTEM_TASK,
-    TICK_STREAM,
-    WARN,
     HostMessage,
-    SpoutCommand,
     TupleMessage,
 )
 
@@ -114,101 +104,28 @@ def pack(message: Any) -> bytes:
 _SYNC = pack({"command": "sync"})
 
 
-class _MsgpackComponent(_Component):
-    """What msgpack spouts and bolts share: log / error / metrics, the pid reply, emits."""
-
-    def log(self, msg: Any, level: int = INFO) -> None:
-        self._out.append(pack({"command": "log", "msg": str(msg), "level": int(level)}))
-
-    def error(self, msg: Any) -> None:
-        self._out.append(pack({"command": "error", "msg": str(msg)}))
-
-    def metrics(self, name: str, params: Any = None) -> None:
-        self._out.append(pack({"command": "metrics", "name": name, "params": params}))
-
-    def _pid_reply(self) -> bytes:
-        return pack({"pid": self.pid, "ext": [PIPELINE_EXT]})
-
-    def _send_emit(
-        self, wire: dict[str, Any], direct_task: int | None, need_task_ids: bool
-    ) -> list[int] | None:
-        if direct_task is not None:
-            wire["task"] = direct_task
-        if direct_task is not None or not need_task_ids:
-            wire["need_task_ids"] = False
-            self._out.append(pack(wire))
-            return [direct_task] if need_task_ids and direct_task is not None else None
-        self._out.append(pack(wire))
-        return self._await_task_ids()
+def _no_json(value: Any) -> None:
+    return None  # no preformatted JSON frames under msgpack: every message goes through `pack`
 
 
-class _MsgpackBolt(_MsgpackComponent, Bolt):
-    """Bolt's sending side in msgpack; the hooks and their rules are Bolt's."""
+class _MsgpackBolt(Bolt):
+    """Bolt writing msgpack: only the framing differs (client._Component._pack)."""
 
-    def emit(
-        self,
-        values: Iterable[Any],
-        stream: str = DEFAULT_STREAM,
-        anchors: Iterable[Any] = (),
-        direct_task: int | None = None,
-        need_task_ids: bool = False,
-    ) -> list[int] | None:
-        wire: dict[str, Any] = {"command": "emit", "tuple": list(values)}
-        if stream != DEFAULT_STREAM:
-            wire["stream"] = stream
-        if anchors:
-            wire["anchors"] = [_tuple_id(a) for a in anchors]
-        elif self._anchors is not None:
-            wire["anchors"] = self._anchors
-        return self._send_emit(wire, direct_task, need_task_ids)
+    _sync_frame = _SYNC
+    _tuple_id_json = staticmethod(_no_json)
+    _idle_emit_end = None
 
-    def ack(self, tup: Any) -> None:
-        tid = _tuple_id(tup)
-        if tid == self._current_id:
-            self._settled = True
-        self._out.append(pack({"command": "ack", "id": tid}))
-
-    def fail(self, tup: Any) -> None:
-        tid = _tuple_id(tup)
-        if tid == self._current_id:
-            self._settled = True
-        self._out.append(pack({"command": "fail", "id": tid}))
-
-    def _handle(self, msg: Any) -> None:
-        if type(msg) is Tuple:
-            if msg.task == SYSTEM_TASK:
-                if msg.stream == HEARTBEAT_STREAM:
-                    self._out.append(_SYNC)
-                    return
-                if msg.stream == TICK_STREAM:
-                    self._run(self.process_tick, msg, anchored=False, auto_ack=True)
-                    return
-            self._run(self.process, msg, self.auto_anchor, self.auto_ack)
-        else:
-            self._unexpected(msg)
-
-    def _run(self, hook: Any, tup: Tuple, anchored: bool, auto_ack: bool) -> None:
-        tid = tup.id
-        self._current_id = tid
-        self._settled = False
-        if anchored:
-            self._anchors = [tid]
-        try:
-            hook(tup)
-        except Exception:
-            self.error(_format_exception())  # then fail, as Bolt._run does
-            if not self._settled:
-                self._out.append(pack({"command": "fail", "id": tid}))
-        else:
-            if auto_ack and not self._settled:
-                self._out.append(pack({"command": "ack", "id": tid}))
-        finally:
-            self._current_id = None
-            self._anchors = None
+    def _pack(self, message: Any) -> bytes:
+        return pack(message)
 
 
-class _MsgpackSpout(_MsgpackComponent, Spout):
-    """Spout's sending side in msgpack; `ack` / `fail` stay the user's hooks."""
+class _MsgpackSpout(Spout):
+    """Spout writing msgpack: only the framing differs, and `emit` skips the JSON fast path."""
+
+    _sync_frame = _SYNC
+
+    def _pack(self, message: Any) -> bytes:
+        return pack(message)
 
     def emit(
         self,
@@ -224,28 +141,6 @@ class _MsgpackSpout(_MsgpackComponent, Spout):
         if stream != DEFAULT_STREAM:
             wire["stream"] = stream
         return self._send_emit(wire, direct_task, need_task_ids)
-
-    def _handle(self, msg: Any) -> None:
-        if type(msg) is not SpoutCommand:
-            self._unexpected(msg)
-            return
-        command = msg.command
-        try:
-            if command == "ack":
-                self.ack(msg.id)
-            elif command == "next":
-                self.next_tuple()
-            elif command == "fail":
-                self.fail(msg.id)
-            elif command == "activate":
-                self.activate()
-            elif command == "deactivate":
-                self.deactivate()
-            else:
-                self.log(f"ignoring unknown spout command {command!r}", WARN)
-        except Exception:
-            self.error(_format_exception())
-        self._out.append(_SYNC)
 
 
 _classes: dict[type, type] = {}
