@@ -26,13 +26,22 @@ EXIT_OK, EXIT_RUNTIME, EXIT_TOPOLOGY = 0, 1, 2
 _Command = TypeVar("_Command", bound=Callable[..., Any])
 
 
-def _load(path: str, overrides: tuple[str, ...] = (), env_filter: bool = False) -> Topology:
+def _load(
+    path: str,
+    overrides: tuple[str, ...] = (),
+    env_filter: bool = False,
+    state_dir: str | None = None,
+) -> Topology:
     from host.topology.files import load
     from host.topology.overrides import parse_overrides, with_overrides
+    from host.topology.settings import STATE_DIR
 
     try:
         topology = load(path, env_filter=env_filter)
-        return with_overrides(topology, parse_overrides(overrides))
+        config = parse_overrides(overrides)
+        if state_dir is not None:  # wins over -c host.state.dir=...; absolute, as it was meant
+            config[STATE_DIR] = os.path.abspath(os.path.expanduser(state_dir))
+        return with_overrides(topology, config)
     except TopologyError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_TOPOLOGY)
@@ -48,6 +57,19 @@ def _env_filter_option(command: _Command) -> _Command:
         is_flag=True,
         help="Replace ${ENV-NAME} in the topology file with the environment "
         "variable NAME (as Flux's -e).",
+    )(command)
+
+
+def _state_dir_option(command: _Command) -> _Command:
+    """`--state-dir DIR`: host.state.dir, where transactional topologies keep their batches'
+    state (docs/transactional.md §3)."""
+    return click.option(
+        "--state-dir",
+        "state_dir",
+        type=click.Path(file_okay=False),
+        metavar="DIR",
+        help="Keep transactional topologies' state here (host.state.dir; default "
+        "$XDG_STATE_HOME/multilang-host, else ~/.local/state/multilang-host).",
     )(command)
 
 
@@ -121,6 +143,7 @@ def main() -> None:
     "defaults to 8765; 0 picks a free port).",
 )
 @_env_filter_option
+@_state_dir_option
 def local(
     topology: str,
     duration: float | None,
@@ -130,18 +153,25 @@ def local(
     env_filter: bool,
     strict: bool,
     ui_port: int | None,
+    state_dir: str | None,
 ) -> None:
     """Run TOPOLOGY (our YAML, a Flux YAML or a Python file) on this machine."""
     from host.observe.view import LiveView
     from host.runtime.supervisor import Supervisor
 
-    model = _load(topology, overrides, env_filter)
+    model = _load(topology, overrides, env_filter, state_dir)
     view = LiveView(quiet=quiet)
     view.setup_logging()
     ui = _start_ui(model, ui_port) if ui_port is not None else None
     if ui is not None:
         view.banner = f"web UI: {ui.url}"
-    supervisor = Supervisor(model, strict=strict)
+    try:
+        supervisor = Supervisor(model, strict=strict)
+    except TopologyError as exc:  # the state directory refused it: before anything starts
+        if ui is not None:
+            ui.stop()
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_TOPOLOGY)
     supervisor.on_report = view.update if ui is None else _report_to(view, ui)
     if ui is not None:
         ui.publish(supervisor.snapshot())
@@ -200,10 +230,13 @@ def _report_to(view: LiveView, ui: WebUI) -> Callable[[Snapshot], None]:
 @click.argument("topology", type=click.Path(exists=True, dir_okay=False))
 @click.option("-c", "--config", "overrides", multiple=True, metavar="KEY=VALUE")
 @_env_filter_option
-def validate(topology: str, overrides: tuple[str, ...], env_filter: bool) -> None:
+@_state_dir_option
+def validate(
+    topology: str, overrides: tuple[str, ...], env_filter: bool, state_dir: str | None
+) -> None:
     """Check TOPOLOGY without running it."""
     _log_warnings()
-    model = _load(topology, overrides, env_filter)
+    model = _load(topology, overrides, env_filter, state_dir)
     tasks = sum(c.parallelism for c in model.components)
     click.echo(
         f"{topology}: ok: topology '{model.name}', {len(model.spouts)} spout(s), "
@@ -212,6 +245,23 @@ def validate(topology: str, overrides: tuple[str, ...], env_filter: bool) -> Non
     # the directory each component starts in: the rule differs by format (docs/flux.md §3.1)
     for c in model.components:
         click.echo(f"  {c.kind} {c.id}: {c.parallelism} task(s), runs in {c.cwd}")
+    if model.transactional_id is not None:
+        _echo_transactional(model)
+
+
+def _echo_transactional(model: Topology) -> None:
+    """A transactional topology's id, batch group (each member's role) and where its state is
+    kept (docs/transactional.md §3)."""
+    from host.topology.batch_group import batch_group, role
+    from host.topology.settings import state_dir
+
+    directory = state_dir(model)
+    transactional_id = model.transactional_id or ""
+    click.echo(f"  transactional id: {transactional_id}")
+    members = ", ".join(f"{m} ({role(model.component(m))})" for m in batch_group(model))
+    click.echo(f"  batch group: {members}")
+    click.echo(f"  state directory: {directory}")
+    click.echo(f"  its state: {os.path.join(directory, 'transactional', transactional_id)}")
 
 
 @main.command("export-flux")

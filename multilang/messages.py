@@ -70,6 +70,9 @@ class TaskIds(NamedTuple):
 # ahead of the syncs (docs/protocol.md, "Protocol extensions"). Without it, one command at a time,
 # as Storm's ShellSpout does.
 PIPELINE_EXT = "pipeline/1"
+# The pid-reply extension by which a library says that it speaks transactional batches
+# (docs/transactional.md §4): only components that announce it get batch messages.
+BATCH_EXT = "batch/1"
 
 
 class Pid(NamedTuple):

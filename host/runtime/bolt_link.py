@@ -81,6 +81,9 @@ class BoltLink(Link):
         # last one answered was (the bolt has read every tuple written before it)
         self.beats: deque[float] = deque()
         self.read_past = -math.inf
+        # where its emits go: the data path, or the batch layer's router for a bolt of a
+        # transactional topology's batch group (host/batch/layer.py)
+        self.route = path.bolt_emit
 
     # -- a new process ---------------------------------------------------------------------------
     def attach(self, stdin_fd: int) -> None:
@@ -169,6 +172,8 @@ class BoltLink(Link):
             if roots:
                 if pending(roots):
                     break
+            elif type(roots) is not tuple:
+                break  # a batch tuple (host/batch/layer.py): its ack finishes its batch
             elif not silent and entry[2] > written_before:
                 written = entry[2]
                 if answered_at >= written:
@@ -234,6 +239,7 @@ class BoltLink(Link):
         path = self.path
         in_flight = self.in_flight
         acker_ack = path.acker.ack
+        route = self.route
         latency = self.stats.process_latency
         now = path.now
         acked = emitted = 0
@@ -242,7 +248,7 @@ class BoltLink(Link):
                 typ = type(m)
                 try:
                     if typ is Emit:
-                        path.bolt_emit(self, m)
+                        route(self, m)
                         emitted += 1
                     elif typ is Ack:
                         try:  # ids are signed 64-bit: 2**64 (not a string) is never in flight
@@ -263,6 +269,8 @@ class BoltLink(Link):
                             done = acker_ack(roots, key ^ entry[1])
                             if done:
                                 path.spout_outcomes(done, ok=True)
+                        elif type(roots) is not tuple:  # a batch tuple: counted by its batch
+                            path.batches.acked(self, roots)  # type: ignore[union-attr]
                     elif typ is Fail:
                         found = self._in_flight_key(m.id, m)
                         self.stats.executed += 1
@@ -273,6 +281,8 @@ class BoltLink(Link):
                         roots = in_flight.pop(found)[0]
                         if roots:
                             path.spout_outcomes(path.acker.fail(roots), ok=False)
+                        elif type(roots) is not tuple:
+                            path.batches.failed(self, roots)  # type: ignore[union-attr]
                     elif typ is Sync:  # a heartbeat's answer: components answer in order
                         if self.beats:
                             self.read_past = self.beats.popleft()

@@ -23,6 +23,7 @@ from multilang.codec import EncodeError
 from multilang.messages import Emit
 
 if TYPE_CHECKING:
+    from host.batch.layer import BatchLayer
     from host.runtime.bolt_link import BoltLink
     from host.runtime.spout_link import SpoutLink
 
@@ -49,6 +50,8 @@ class DataPath:
         self.unchecked: set[tuple[str, str]] = set()  # (component, stream): see `_unsubscribed`
         self.spout_acked = self.spout_failed = self.spout_timed_out = 0
         self.complete_latency = LatencyHistogram()
+        # a transactional topology's batch layer (host/batch/layer.py), else None
+        self.batches: BatchLayer | None = None
         # taps for tests and tracing, called when set: on_emit(component, task, Emit) for every
         # routed emit; on_outcome(component, task, message id, "acked" | "failed" | "timed_out"
         # | "lost") for every spout tuple leaving the ledger ("lost": its spout task died)

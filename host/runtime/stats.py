@@ -43,7 +43,8 @@ def snapshot(sup: Supervisor) -> Snapshot:
             del data["capacity"], data["never_acked"]  # a bolt's figures
         components[cid] = data
     latency = path.complete_latency
-    return {
+    activity = sup.observe.as_json()
+    snap: Snapshot = {
         "topology": {
             "name": sup.topology.name,
             "uptime_s": round(now - sup.started_at, 3) if sup.started_at else 0.0,
@@ -61,8 +62,12 @@ def snapshot(sup: Supervisor) -> Snapshot:
             },
         },
         "components": components,
-        **sup.observe.as_json(),
+        "recent_logs": activity["recent_logs"],
+        "failures": activity["failures"],
     }
+    if path.batches is not None:
+        snap["batches"] = path.batches.snapshot()
+    return snap
 
 
 class Gauges:

@@ -28,7 +28,7 @@ from host.runtime.spout_link import SpoutLink
 from host.runtime.stats import Gauges
 from host.topology.settings import Settings
 from multilang.codec import EncodeError, ProtocolError, shorten
-from multilang.messages import Handshake, Pid
+from multilang.messages import BATCH_EXT, Handshake, Pid
 
 log = logging.getLogger("host")
 
@@ -150,6 +150,15 @@ class Supervision:
 
     def _on_pid(self, task: Task, reply: Pid) -> None:
         link = task.link
+        batches = self.path.batches
+        if link.component.batch is not None and BATCH_EXT not in reply.ext:
+            self.refuse(
+                task,
+                f"it is declared `batch: {link.component.batch}`, and its library did not "
+                f"announce the {BATCH_EXT} extension in its pid reply ({reply.ext or 'none'}): "
+                "it cannot take part in transactional batches (docs/transactional.md §4)",
+            )
+            return
         task.lifecycle.to(State.RUNNING)
         self.loop.deadlines.cancel(("handshake", link.task))
         link.running = True
@@ -164,6 +173,8 @@ class Supervision:
                 self._schedule_tick(task)
         if self.is_paused(link):
             self.set_reading(task, False)  # started while its downstream was full
+        if batches is not None:
+            batches.task_ready(link)
         early, task.pre_pid = task.pre_pid, []
         for m in early:
             self._handle_one(task, m)
@@ -431,7 +442,35 @@ class Supervision:
         if failed:
             detail += f"\n    {failed} in-flight spout tuple(s) failed for replay"
         log.error("%s", detail)
+        self._lost(link)
         self._after_fault(task)
+
+    def refuse(self, task: Task, reason: str) -> None:
+        """A task that can never work in this topology: reported, and the run fails at once
+        (no restart would change its library)."""
+        child = task.child
+        link = task.link
+        if child is not None:
+            self._end_process(task, child)
+            self._remove_pid_file(child.pid)
+        link.detach()
+        self.path.dirty.discard(link)
+        self.loop.deadlines.cancel(("handshake", link.task))
+        link.stats.error(reason)
+        self.observe.failure(
+            component=link.cid,
+            task=link.task,
+            pid=link.log.pid,
+            reason=reason,
+            exit_status=None,
+            stderr=list(link.log.tail),
+            last_sent=link.last_sent,
+            last_received=link.last_received,
+        )
+        task.lifecycle.to(State.FATAL)
+        self.failure = f"{link.name}: {reason}"
+        log.error("%s", self.failure)
+        self.on_failure(self.failure)
 
     def _after_fault(self, task: Task) -> None:
         if self.stopping:
@@ -472,6 +511,10 @@ class Supervision:
         outcomes = link.fail_in_flight()
         self.path.spout_outcomes(outcomes, ok=False)
         return len(outcomes)
+
+    def _lost(self, link: Link) -> None:
+        if self.path.batches is not None:
+            self.path.batches.task_lost(link)
 
     def _end_process(self, task: Task, child: Child) -> bool:
         """Stop watching a broken task's process and end its process group; its exit is

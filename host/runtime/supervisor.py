@@ -109,6 +109,11 @@ class Supervisor:
 
     def _build_tasks(self) -> None:
         topology, settings = self.topology, self.settings
+        batch_spout_class: type[SpoutLink] = SpoutLink
+        if topology.transactional_id is not None:
+            from host.batch.spout_link import BatchSpoutLink  # only transactional runs pay
+
+            batch_spout_class = BatchSpoutLink
         handshakes = HandshakeCache(topology, self.task_map, self.run_id)
         serializers: dict[str, Serializer] = {}  # shared: they cache per route
         metrics: dict[str, dict] = {c.id: {} for c in topology.components}
@@ -122,7 +127,8 @@ class Supervisor:
                 task_stats = ComponentStats(tasks=1, metrics=metrics[comp.id])
                 link: BoltLink | SpoutLink
                 if comp.is_spout:
-                    link = SpoutLink(
+                    cls = batch_spout_class if comp.batch is not None else SpoutLink
+                    link = cls(
                         self.path,
                         comp,
                         task_id,
@@ -167,6 +173,32 @@ class Supervisor:
                 self.path.links[task_id] = link
                 self.tasks[task_id] = task
                 self.by_component[comp.id].append(task)
+        if topology.transactional_id is not None:
+            self._build_batches()
+
+    def _build_batches(self) -> None:
+        """The batch layer of a transactional topology (host/batch/layer.py), and the `batch` key
+        of its batch components' handshake context."""
+        from host.batch.layer import BatchLayer
+
+        topology, settings = self.topology, self.settings
+        tid = topology.transactional_id
+        assert tid is not None
+        spout = next(c for c in topology.components if c.batch == "spout")
+        layer = BatchLayer(
+            topology,
+            self.path,
+            self.task_map.tasks_of,
+            os.path.join(cfg.state_dir(settings), "transactional", tid),
+            max_open=cfg.component_settings(topology, spout).max_spout_pending or 1,
+            timeout_secs=settings.message_timeout_secs,
+            idle_max_sleep=settings.batch_idle_max_sleep_secs,
+        )
+        self.path.batches = layer
+        for task in self.tasks.values():
+            extra = layer.context(task.link.cid)
+            if extra is not None:
+                task.context["batch"] = extra
 
     # -- taps and figures ------------------------------------------------------------------------
     @property
@@ -365,7 +397,7 @@ class Supervisor:
             link.deactivate()
 
     def _drained(self) -> bool:
-        if len(self.acker):
+        if len(self.acker) or (self.path.batches is not None and not self.path.batches.idle):
             return False
         return all(not link.waiting and not link.commands for link in self.spouts if link.running)
 
@@ -396,6 +428,8 @@ class Supervisor:
         expired = self.acker.expire()
         if expired:
             self.path.spout_outcomes(expired, ok=False, timed_out=True)
+        if self.path.batches is not None:
+            self.path.batches.expire()
         for task in list(self.tasks.values()):
             link = task.link
             link.log.due_report(now)

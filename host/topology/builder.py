@@ -31,11 +31,13 @@ from host.topology.model import (
     PARTIAL_KEY,
     SHUFFLE,
     SPOUT,
+    TRANSACTIONAL_ID,
     Component,
     Grouping,
     Input,
     Topology,
 )
+from host.topology.transactional_check import check_batch
 from host.topology.validation import (
     check_env,
     check_id,
@@ -91,6 +93,7 @@ class RawComponent:
     inputs: list[RawInput] = field(default_factory=list)
     pipelining: object = None
     kafka: object = None  # a `kafka:` block: command, outputs and config come from it
+    batch: object = None  # "spout", "bolt", "committer" or None (docs/transactional.md §3)
 
 
 def _field_list(fields: tuple[object, ...]) -> object:
@@ -157,6 +160,9 @@ class TopologyBuilder:
     b.bolt("split", ["bash", "split.sh"], outputs=["word"], parallelism=2).shuffle("sentences")
     topology = b.build()
     ```
+    A transactional topology (docs/transactional.md §3): `b.transactional("wordcount")`, then
+    `batch="spout"` on one spout and `batch="bolt"` / `batch="committer"` on bolts.
+
     Nothing is checked until `build()`, so errors come out in one place, worded as for YAML files.
     """
 
@@ -164,6 +170,13 @@ class TopologyBuilder:
         self.name = name
         self.config: Mapping[str, object] = {} if config is None else config
         self._components: list[RawComponent] = []
+        self._transactional_id: object = None
+
+    def transactional(self, id: str) -> TopologyBuilder:
+        """Make the topology transactional: `id` is its `topology.transactional.id`, the key its
+        batches' state is stored under (as a native file's `transactional: {id: ...}`)."""
+        self._transactional_id = id
+        return self
 
     def spout(
         self,
@@ -179,10 +192,12 @@ class TopologyBuilder:
         heartbeats: bool = True,
         activate: bool = True,
         pipelining: bool | None = None,
+        batch: str | None = None,
     ) -> ComponentDeclarer:
         """Declare a spout. `outputs`: a list of field names (the default stream) or a mapping
         stream -> field names. `cwd` is relative to the topology's directory. `pipelining`: see
-        docs/protocol.md, "Protocol extensions" (None: as its library announces)."""
+        docs/protocol.md, "Protocol extensions" (None: as its library announces). `batch="spout"`:
+        the batch spout of a transactional topology (docs/transactional.md §3)."""
         return self._add(
             RawComponent(
                 id,
@@ -197,6 +212,7 @@ class TopologyBuilder:
                 heartbeats,
                 activate,
                 pipelining=pipelining,
+                batch=batch,
             )
         )
 
@@ -212,8 +228,11 @@ class TopologyBuilder:
         env: Mapping[str, str] | None = None,
         serializer: str = "json",
         heartbeats: bool = True,
+        batch: str | None = None,
     ) -> ComponentDeclarer:
-        """Declare a bolt; subscribe it with the returned declarer's grouping methods."""
+        """Declare a bolt; subscribe it with the returned declarer's grouping methods.
+        `batch="bolt"` or `"committer"`: a batch bolt of a transactional topology
+        (docs/transactional.md §3)."""
         return self._add(
             RawComponent(
                 id,
@@ -227,6 +246,7 @@ class TopologyBuilder:
                 serializer,
                 heartbeats,
                 True,
+                batch=batch,
             )
         )
 
@@ -279,8 +299,36 @@ class TopologyBuilder:
             source = loading.file
         if base_dir is None:
             base_dir = loading.base_dir if loading is not None else os.getcwd()
-        config = copy.deepcopy(self.config) if isinstance(self.config, dict) else self.config
+        config: object = (
+            copy.deepcopy(self.config) if isinstance(self.config, dict) else self.config
+        )
+        if self._transactional_id is not None:
+            config = with_transactional_id(config, self._transactional_id, file=source)
         return build_topology(self.name, config, self._components, base_dir, source=source)
+
+
+def with_transactional_id(config: object, transactional_id: object, *, file: str | None) -> object:
+    """`config` with `topology.transactional.id` set from a native file's `transactional:` or
+    the builder's `transactional(id)`. A config that already gives another id is an error; a
+    config that is not a mapping is returned as it is, for `check_config` to report."""
+    if not isinstance(transactional_id, str) or not transactional_id:
+        raise TopologyError(
+            f"the transactional id must be a non-empty string, got {transactional_id!r} "
+            f"(quote it in YAML)",
+            file=file,
+            key="transactional.id",
+        )
+    if not isinstance(config, dict):
+        return config
+    given = config.get(TRANSACTIONAL_ID)
+    if given is not None and given != transactional_id:
+        raise TopologyError(
+            f"the config gives another transactional id ({given!r}) than 'transactional: "
+            f"{{id: {transactional_id}}}': give it once, with 'transactional:'",
+            file=file,
+            key=TRANSACTIONAL_ID,
+        )
+    return {**config, TRANSACTIONAL_ID: transactional_id}
 
 
 def build_topology(
@@ -378,6 +426,7 @@ def _second_pass(raw: RawComponent, first: _FirstPass, file: str | None) -> Comp
         heartbeats=heartbeats,
         activate=activate,
         pipelining=_pipelining(raw.pipelining, file=file, component=first.id),
+        batch=check_batch(raw.batch, raw.kind, file=file, component=first.id),
     )
 
 

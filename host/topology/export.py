@@ -16,7 +16,9 @@ a TopologyError (the exported file would not mean the same topology), never sile
   out (Storm writes spouts one command at a time anyway);
 * a `cwd` other than the resources directory or the directory the host runs in -> left out
   (Storm runs every shell component in the topology's resources directory);
-* config or other outputs on a built-in (the Java classes have no such knobs) -> error.
+* config or other outputs on a built-in (the Java classes have no such knobs) -> error;
+* a transactional topology (`transactional:`, `batch:`) -> error: Storm cannot run multilang
+  components in a transactional topology (docs/transactional.md).
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ _FLUX_TYPES = {
 def export_flux(topology: Topology, *, base_dir: str | os.PathLike | None = None) -> str:
     """Flux YAML text for `topology`. `base_dir`: the directory the resources directory is
     relative to (default: the topology file's directory)."""
+    _refuse_transactional(topology)
     base = _base(topology, base_dir)
     fields_beans = _FieldsBeans()
     doc: dict = {"name": topology.name}
@@ -107,6 +110,26 @@ def _represent_list(dumper: yaml.SafeDumper, data: list) -> yaml.Node:
 
 
 _Dumper.add_representer(list, _represent_list)
+
+
+def _refuse_transactional(topology: Topology) -> None:
+    """Storm's transactional topologies take Java components only (`TransactionalTopologyBuilder`
+    has no place for a `ShellBolt`, and Storm's shell components do not speak batch/1): as shell
+    components the batch group would run as ordinary bolts, without batches or exactly-once, so
+    exporting would silently change what the topology means."""
+    batch = next((c for c in topology.components if c.batch is not None), None)
+    if topology.transactional_id is None and batch is None:
+        return
+    raise TopologyError(
+        "a transactional topology cannot be exported to Flux: Storm runs multilang components "
+        "as ShellSpout/ShellBolt, which cannot take part in its transactional topologies (they "
+        "take Java components only) and do not speak batch/1, so its batches and exactly-once "
+        "would be lost; run it with 'python -m host local', or remove 'transactional:' and "
+        "'batch:' from a copy to export it as an ordinary topology",
+        file=topology.source,
+        component=batch.id if batch is not None else None,
+        key="batch" if batch is not None else "transactional",
+    )
 
 
 def _base(topology: Topology, base_dir: str | os.PathLike | None) -> Path:

@@ -24,6 +24,15 @@ PARTIAL_KEY = "partial_key"
 GROUPING_TYPES = (SHUFFLE, FIELDS, ALL, GLOBAL, NONE, DIRECT, LOCAL_OR_SHUFFLE, PARTIAL_KEY)
 GROUPINGS_WITH_FIELDS = (FIELDS, PARTIAL_KEY)
 
+# A component's role in a transactional topology (`batch:`, docs/transactional.md §1, §3)
+BATCH_SPOUT = "spout"
+BATCH_BOLT = "bolt"
+COMMITTER = "committer"
+BATCH_ROLES = (BATCH_SPOUT, BATCH_BOLT, COMMITTER)
+# the state's key; set by a native file's `transactional: {id: ...}` or the builder's
+# `transactional(id)`. Its presence makes a topology transactional.
+TRANSACTIONAL_ID = "topology.transactional.id"
+
 
 @dataclass(frozen=True)
 class Grouping:
@@ -65,6 +74,11 @@ class Component:
     # in order that do not announce it (storm.py, pystorm); False: Storm's lock-step, whatever the
     # library says (docs/protocol.md, "Protocol extensions")
     pipelining: bool | None = None
+    # transactional batches (docs/transactional.md): "spout" for the one batch spout, "bolt" for a
+    # batch bolt (gets `finish` once it has all of an attempt), "committer" for a batch bolt whose
+    # `finish` comes in the commit phase, in txid order. None: an ordinary component (a bolt
+    # downstream of the batch spout without it is a plain member of the batch group)
+    batch: str | None = None
 
     @property
     def is_spout(self) -> bool:
@@ -83,6 +97,13 @@ class Topology:
             if c.id == component_id:
                 return c
         raise KeyError(component_id)
+
+    @property
+    def transactional_id(self) -> str | None:
+        """`topology.transactional.id`, or None when the topology is not transactional (the
+        batch group's graph: `host.topology.batch_group`)."""
+        value = self.config.get(TRANSACTIONAL_ID)
+        return value if isinstance(value, str) else None
 
     @property
     def spouts(self) -> tuple[Component, ...]:

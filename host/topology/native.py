@@ -11,6 +11,10 @@ bolts:
 Components are a mapping from id to component; a bolt's `inputs` map each source to a grouping
 name, a mapping (`{fields: [word]}`, `{grouping: shuffle, stream: s}`, `{partial_key: [k]}`) or a
 list of those (several streams of one source).
+
+A transactional topology (docs/transactional.md §3) adds `transactional: {id: NAME}` (which sets
+`topology.transactional.id`) and `batch: spout` on one spout, `batch: bolt` or `batch: committer`
+on bolts.
 """
 
 from __future__ import annotations
@@ -18,12 +22,18 @@ from __future__ import annotations
 import os
 
 from host.errors import TopologyError
-from host.topology.builder import RawComponent, RawInput, build_topology
+from host.topology.builder import (
+    RawComponent,
+    RawInput,
+    build_topology,
+    with_transactional_id,
+)
 from host.topology.model import BOLT, FIELDS, GROUPING_TYPES, PARTIAL_KEY, SPOUT, Topology
 from host.topology.yaml_text import reject_unknown_keys
 from multilang.messages import DEFAULT_STREAM
 
-TOPOLOGY_KEYS = ("name", "config", "spouts", "bolts")
+TOPOLOGY_KEYS = ("name", "config", "spouts", "bolts", "transactional")
+TRANSACTIONAL_KEYS = ("id",)
 SPOUT_KEYS = (
     "command",
     "outputs",
@@ -36,6 +46,7 @@ SPOUT_KEYS = (
     "activate",
     "pipelining",
     "kafka",
+    "batch",
 )
 BOLT_KEYS = (
     "command",
@@ -48,6 +59,7 @@ BOLT_KEYS = (
     "serializer",
     "heartbeats",
     "kafka",
+    "batch",
 )
 INPUT_KEYS = ("grouping", "fields", "partial_key", "stream")
 
@@ -67,6 +79,10 @@ def from_document(
         )
     reject_unknown_keys(doc, TOPOLOGY_KEYS, file=file)
     config = doc.get("config")
+    config = {} if config is None else config
+    if "transactional" in doc:
+        transactional_id = _transactional_id(doc["transactional"], file)
+        config = with_transactional_id(config, transactional_id, file=file)
     components = [
         _component(kind, component_id, body, file)
         for kind in (SPOUT, BOLT)
@@ -74,11 +90,31 @@ def from_document(
     ]
     return build_topology(
         doc.get("name"),
-        {} if config is None else config,
+        config,
         components,
         os.getcwd() if base_dir is None else base_dir,
         source=file,
     )
+
+
+def _transactional_id(spec: object, file: str | None) -> object:
+    """`transactional: {id: NAME}` -> NAME (checked by `with_transactional_id`)."""
+    if not isinstance(spec, dict):
+        raise TopologyError(
+            f"transactional must be a mapping, e.g. 'transactional: {{id: word-count}}', "
+            f"got {spec!r}",
+            file=file,
+            key="transactional",
+        )
+    reject_unknown_keys(spec, TRANSACTIONAL_KEYS, file=file, prefix="transactional.")
+    if "id" not in spec:
+        raise TopologyError(
+            "transactional needs an id, the key the batches' state is stored under, e.g. "
+            "'transactional: {id: word-count}'",
+            file=file,
+            key="transactional.id",
+        )
+    return spec["id"]
 
 
 def _components_section(doc: dict[object, object], key: str, file: str | None) -> dict:
@@ -133,6 +169,7 @@ def _component(kind: str, component_id: object, body: object, file: str | None) 
         pipelining=body.get("pipelining"),
         inputs=_inputs(body.get("inputs"), file, name),
         kafka=body.get("kafka"),  # the ready Kafka component: docs/kafka.md
+        batch=body.get("batch"),  # docs/transactional.md §3
     )
 
 

@@ -16,6 +16,7 @@ ticks). Checking a whole config dict is `host.topology.config_check`; `-c KEY=VA
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeGuard
@@ -42,12 +43,14 @@ RESTART_MAX = "host.restart.max"
 RESTART_WINDOW_SECS = "host.restart.window.secs"
 SHUTDOWN_GRACE_SECS = "host.shutdown.grace.secs"
 SPOUT_IDLE_MAX_SLEEP_MS = "host.spout.idle.max.sleep.ms"
+BATCH_IDLE_MAX_SLEEP_MS = "host.batch.idle.max.sleep.ms"
 SPOUT_ACK_BATCH = "host.spout.ack.batch"
 SPOUT_NEXT_DEPTH = "host.spout.next.depth"
 SPOUT_PIPELINING = "host.spout.pipelining"
 BOLT_MAX_IN_FLIGHT = "host.bolt.max.in.flight"
 ACKER_LATENCY_SAMPLE = "host.acker.latency.sample"
 MAX_FRAME_BYTES = "host.max.frame.bytes"
+STATE_DIR = "host.state.dir"
 
 HOST_PREFIX = "host."
 
@@ -91,6 +94,10 @@ def _boolean(value: object) -> str | None:
     return None if isinstance(value, bool) else "must be true or false"
 
 
+def _path(value: object) -> str | None:
+    return None if isinstance(value, str) and value else "must be a non-empty path"
+
+
 @dataclass(frozen=True)
 class Key:
     """A configuration key the host reads. `default` None = unset unless configured."""
@@ -123,6 +130,10 @@ KEYS: dict[str, Key] = {
         Key(RESTART_WINDOW_SECS, 60, _positive_number),
         Key(SHUTDOWN_GRACE_SECS, 5, _non_negative_number),
         Key(SPOUT_IDLE_MAX_SLEEP_MS, 100, _non_negative_number),
+        # transactional topologies: after a batch that had no tuples (or a batch spout not ready),
+        # the next batch waits, twice as long each time up to this, so that an idle transactional
+        # topology does not commit empty batches back to back (docs/transactional.md §2)
+        Key(BATCH_IDLE_MAX_SLEEP_MS, 1000, _non_negative_number),
         # whether spout commands may be written ahead of their syncs, for spouts whose component
         # has no `pipelining` switch: unset = where the library announces `pipeline/1` in its pid
         # reply; false = Storm's one command at a time for all (docs/protocol.md, "Protocol
@@ -143,6 +154,9 @@ KEYS: dict[str, Key] = {
         # complete latency is timed for one spout tuple in this many (1 = all: 24 more bytes each)
         Key(ACKER_LATENCY_SAMPLE, 16, _positive_int),
         Key(MAX_FRAME_BYTES, 16 * 1024 * 1024, _positive_int),
+        # where transactional topologies keep their batches' state (docs/transactional.md §3);
+        # unset = $XDG_STATE_HOME/multilang-host or ~/.local/state/multilang-host (`state_dir`)
+        Key(STATE_DIR, None, _path, nullable=True),
     )
 }
 
@@ -310,6 +324,12 @@ class _Reader:
             return value
         raise self._error(key, f"must be true or false, got {value!r}")
 
+    def optional_path(self, key: str) -> str | None:
+        value = self.value(key)
+        if value is None or isinstance(value, str):
+            return value
+        raise self._error(key, f"must be a path or null, got {value!r}")
+
     def _error(self, key: str, problem: str) -> TopologyError:
         return TopologyError(problem, file=self.file, component=self.component, key=key)
 
@@ -340,6 +360,7 @@ class Settings:
     restart_max: int
     restart_window_secs: float
     spout_idle_max_sleep_secs: float  # host.spout.idle.max.sleep.ms, in seconds
+    batch_idle_max_sleep_secs: float  # host.batch.idle.max.sleep.ms, in seconds
     spout_pipelining: bool | None
     spout_ack_batch: int
     spout_next_depth: int
@@ -349,6 +370,8 @@ class Settings:
     # as the component sees it: for a spout, the message timeout (as Storm sets it); whether a
     # component gets tick tuples at all is `tick_freq`'s answer
     tick_tuple_freq_secs: int | None
+    # host.state.dir as configured; None = the default. `state_dir()` gives the absolute path
+    state_dir: str | None = None
 
     @classmethod
     def from_config(
@@ -379,6 +402,7 @@ class Settings:
             restart_max=read.integer(RESTART_MAX),
             restart_window_secs=float(read.number(RESTART_WINDOW_SECS)),
             spout_idle_max_sleep_secs=read.number(SPOUT_IDLE_MAX_SLEEP_MS) / 1000,
+            batch_idle_max_sleep_secs=read.number(BATCH_IDLE_MAX_SLEEP_MS) / 1000,
             spout_pipelining=read.optional_boolean(SPOUT_PIPELINING),
             spout_ack_batch=read.integer(SPOUT_ACK_BATCH),
             spout_next_depth=read.integer(SPOUT_NEXT_DEPTH),
@@ -386,6 +410,7 @@ class Settings:
             max_frame_bytes=read.integer(MAX_FRAME_BYTES),
             debug=read.boolean(DEBUG),
             tick_tuple_freq_secs=read.optional_integer(TICK_TUPLE_FREQ_SECS),
+            state_dir=read.optional_path(STATE_DIR),
         )
 
 
@@ -400,6 +425,18 @@ def component_settings(topology: Topology, component: Component | str) -> Settin
     return Settings.from_config(
         effective_config(topology, comp), file=topology.source, component=comp.id
     )
+
+
+def state_dir(source: Settings | Topology) -> str:
+    """The absolute state directory: `host.state.dir` (a relative one is taken from the current
+    directory), else $XDG_STATE_HOME/multilang-host (when absolute, as the XDG spec asks), else
+    ~/.local/state/multilang-host (docs/transactional.md §3)."""
+    settings = settings_for(source) if isinstance(source, Topology) else source
+    if settings.state_dir is not None:
+        return os.path.abspath(os.path.expanduser(settings.state_dir))
+    xdg = os.environ.get("XDG_STATE_HOME", "")
+    base = xdg if os.path.isabs(xdg) else os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.abspath(os.path.join(base, "multilang-host"))
 
 
 # ---- effective configuration --------------------------------------------------------------------

@@ -25,6 +25,7 @@ from host.topology.model import (
     Topology,
 )
 from host.topology.settings import is_int
+from host.topology.transactional_check import check_batch_component, check_transactional
 
 SERIALIZERS = ("json", "msgpack")
 RESERVED_PREFIX = "__"  # Storm's system components and streams: __acker, __system, __tick, ...
@@ -46,6 +47,7 @@ def validate(topology: Topology, *, strict_config: bool = True) -> None:
     ids = {c.id: c for c in topology.components}
     for component in topology.components:
         _check_inputs(component, ids, file)
+    check_transactional(topology)  # the batch group's shape (docs/transactional.md §3)
     for component in topology.components:
         check_launchable(component, file)
 
@@ -150,6 +152,7 @@ def _check_component(c: Component, file: str | None, strict_config: bool) -> Non
         raise TopologyError(
             "a spout takes no inputs (only bolts subscribe to streams)", key="inputs", **where
         )
+    check_batch_component(c, file)  # before the inputs check: a committer's is worded for it
     if not c.is_spout and not c.inputs:
         raise TopologyError(
             "bolt has no inputs: subscribe it to a spout or bolt, e.g. "
