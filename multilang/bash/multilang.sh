@@ -13,7 +13,7 @@
 #   set -f                       # `for w in $1` must not glob-expand a word such as `*`
 #   run_bolt split
 #
-# RUNNERS (both return only at the end: they exit 0 when the host closes stdin)
+# RUNNERS (none returns: they exit 0 when the host closes stdin)
 #   run_bolt FN        "Basic" bolt: FN is called once per tuple with the tuple's values as $1..;
 #                      every emit made meanwhile is anchored to that tuple; the tuple is acked when
 #                      FN returns 0, failed when it returns non-zero (and an `error` naming FN and
@@ -27,11 +27,60 @@
 #                      ACK_FN / FAIL_FN get the message id as $1. Every command is answered with
 #                      sync after the function returns; a non-zero return sends an `error`.
 #
+# BATCH RUNNERS (transactional batches, exactly-once: docs/transactional.md). They announce the
+# batch/1 extension and need a host that declared the component `batch: bolt | committer | spout`
+# (context.batch); without it they exit 1 at once ("batch components need a host that speaks
+# batch/1"), as they do when the runner does not fit the declared role.
+#   run_batch_bolt PROCESS_FN FINISH_FN
+#                      PROCESS_FN is called per tuple of an attempt, with the values as $1.. and
+#                      MULTILANG_TXID, MULTILANG_ATTEMPT, MULTILANG_BATCH_KEY ("$txid-$attempt")
+#                      set; emits are anchored to the tuple, which is acked when it returns 0 and
+#                      failed otherwise (as run_bolt). FINISH_FN is called once the task has all
+#                      of an attempt (no arguments; the same variables and MULTILANG_COMMIT,
+#                      true/false); its emits are anchored to the finish, which is acked when it
+#                      returns 0; a non-zero return fails the attempt. It runs even for an
+#                      attempt that brought this task no tuple. A tuple or finish of an attempt
+#                      that is over (a lower attempt than one seen, one finished or aborted, or a
+#                      txid committed before the start) is failed unread, with a warning; so is a
+#                      tuple without a transaction.
+#   run_committer PROCESS_FN FINISH_FN
+#                      the same for `batch: committer`: FINISH_FN runs in the commit phase, in
+#                      txid order (MULTILANG_COMMIT=true): store MULTILANG_TXID with your state
+#                      in one transaction, and skip a batch whose txid you stored already.
+#   run_transactional_spout INIT_FN EMIT_FN [COMMIT_FN]
+#                      INIT_FN (task 0 only) gets the next txid and the previous txid's meta (JSON,
+#                      null for txid 1) as $1 $2, and decides the batch by calling `batch_meta
+#                      JSON` (any JSON value); returning 0 without calling it means "not ready"
+#                      (the host asks again later). `batch_meta JSON TXID` moves on to a txid
+#                      above the proposed one (the txids in between are skipped).
+#                      EMIT_FN (every task) gets txid, attempt, meta, task_meta, prev_task_meta
+#                      (JSON texts) and replay (true/false) as $1..$6, with MULTILANG_TXID,
+#                      MULTILANG_ATTEMPT and MULTILANG_COMMITTED_TXID (the last committed txid:
+#                      clean up below it) set. It emits this task's share with emit / emit_json /
+#                      emit_with (no message ids), the same tuples for the same metadata, and may
+#                      call `batch_meta JSON` to have its own metadata of the txid stored (given
+#                      back as task_meta on a replay, as prev_task_meta for the next txid).
+#                      COMMIT_FN gets txid and attempt in the commit phase. A non-zero return from
+#                      any of the three sends an `error` and ends the task (exit 1): the protocol
+#                      has no failure answer there; the host aborts and replays the attempt.
+#   Per-attempt state is yours; the idiom is an associative array keyed by the attempt:
+#       declare -A counts=()
+#       count() { counts[$MULTILANG_BATCH_KEY]=$(( ${counts[$MULTILANG_BATCH_KEY]:-0} + 1 )); }
+#       report() { emit_json "[$MULTILANG_TXID, ${counts[$MULTILANG_BATCH_KEY]:-0}]"
+#                  unset 'counts[$MULTILANG_BATCH_KEY]'; }
+#       on_abort() { unset 'counts[$MULTILANG_BATCH_KEY]'; }
+#       run_batch_bolt count report
+#   Unset it in FINISH_FN and in on_abort: an attempt ends with one or the other.
+#
 # OPTIONAL HOOKS (plain functions; called when they are defined at the time the runner starts)
 #   on_init CONF_JSON CONTEXT_JSON   after the handshake (pid already sent); non-zero = exit 1
 #   on_tick FREQ                     bolts: tick tuples (MULTILANG_TUPLE_* set); the library acks
 #                                    the tick (fails it, with an `error`, on a non-zero return)
 #   on_activate / on_deactivate      spouts: the host's activate / deactivate commands
+#   on_abort                         batch bolts: an attempt's state is to be dropped
+#                                    (MULTILANG_TXID, MULTILANG_ATTEMPT, MULTILANG_BATCH_KEY set):
+#                                    the host aborted it, or a higher attempt of its txid came.
+#                                    Nothing is answered; emit nothing from it.
 #
 # VALUES: strings arrive raw (any bytes but NUL, which bash variables cannot hold, so NULs are
 # dropped); numbers, booleans, null, arrays and objects arrive as their JSON text ("3", "true",
@@ -57,6 +106,7 @@
 #
 # OTHER MESSAGES
 #   ack [TUPLE_ID] / fail [TUPLE_ID]   default: the current tuple (manual bolts)
+#   batch_meta JSON [TXID]             batch spouts: see run_transactional_spout
 #   log MSG [LEVEL]                    LEVEL 0..4 or trace|debug|info|warn|error (default info)
 #   error MSG                          reported by the host as a component error
 #   metrics NAME [PARAMS_JSON]         a metric update (PARAMS_JSON default null)
@@ -71,6 +121,10 @@
 #     MULTILANG_TUPLE_STREAM, MULTILANG_TUPLE_TASK (source task)
 #   in spout ack/fail hooks: MULTILANG_MSG_ID_JSON (the message id exactly as JSON)
 #   after emit_with -T: MULTILANG_TASK_IDS (array of task ids)
+#   batch runners: MULTILANG_BATCH_ROLE (bolt, committer or spout), MULTILANG_TRANSACTIONAL_ID,
+#     MULTILANG_COMMITTED_TXID (the last committed txid: at start, then per batch_emit);
+#     while handling an attempt: MULTILANG_TXID, MULTILANG_ATTEMPT, MULTILANG_BATCH_KEY,
+#     MULTILANG_COMMIT (in FINISH_FN); in FINISH_FN, MULTILANG_TUPLE_ID is the finish's id
 #
 # RULES OF THE HOUSE
 # * stdout belongs to the protocol: after sourcing, fd 1 is the component's stderr (so `echo`
@@ -91,8 +145,9 @@
 #   half-way; return a non-zero status yourself to fail a tuple. (`set -u` errors and `exit`
 #   still end the whole script: that is bash.)
 # * `for w in $1` splits on IFS and also expands globs: use `set -f` in a splitter.
-# * Public names: run_bolt run_spout emit emit_each emit_id emit_json emit_with json_quote ack
-#   fail log error metrics multilang_flush multilang_cleanup, the hooks above and MULTILANG_*.
+# * Public names: run_bolt run_spout run_batch_bolt run_committer run_transactional_spout emit
+#   emit_each emit_id emit_json emit_with json_quote ack fail batch_meta log error metrics
+#   multilang_flush multilang_cleanup, the hooks above and MULTILANG_*.
 #   Redefining log or error is harmless to the library. Names starting with _ml_ / _ML_ are
 #   private.
 
@@ -136,6 +191,24 @@ _ML_ACK=''
 _ML_FAIL=''
 _ML_ACTIVATE=''
 _ML_DEACTIVATE=''
+_ML_BATCH=''         # batch/1 runners: bolt (run_batch_bolt), committer, spout; '' for plain ones
+_ML_FINISH=''        # their functions
+_ML_ABORT=''
+_ML_INIT=''
+_ML_EMIT=''
+_ML_COMMIT=''
+_ML_STEP=''          # init / emit while INIT_FN / EMIT_FN runs: where batch_meta may be called
+_ML_META=''          # what batch_meta was given there, sent after the function returns
+_ML_META_TXID=''
+declare -gA _ML_ATTEMPTS=()  # batch bolts: txid -> its open attempt (until finish / abort)
+declare -gA _ML_RETIRED=()   # txid -> its highest finished or aborted attempt (the last ~1024)
+MULTILANG_TXID=''
+MULTILANG_ATTEMPT=''
+MULTILANG_BATCH_KEY=''
+MULTILANG_COMMIT=''
+MULTILANG_BATCH_ROLE=''
+MULTILANG_TRANSACTIONAL_ID=''
+MULTILANG_COMMITTED_TXID=''
 MULTILANG_TUPLE_ID=''
 MULTILANG_TUPLE_COMPONENT=''
 MULTILANG_TUPLE_STREAM=''
@@ -150,7 +223,11 @@ declare -gA MULTILANG_CONF=() MULTILANG_TASK_COMPONENT=()
 # length in 10 decimal digits, counted in the unit bash counts in (bytes, or characters in a
 # UTF-8 locale): bash reads a whole message with `read -N`, one syscall, and `eval`s it, so no
 # per-field parsing happens in bash. Handlers: _ml_S handshake, _ml_T tuple, _ml_H heartbeat,
-# _ml_K tick, _ml_C spout command, _ml_I task ids, _ml_X a message we cannot use.
+# _ml_K tick, _ml_C spout command, _ml_I task ids, _ml_X a message we cannot use; batch/1
+# (docs/transactional.md §4): _ml_B a tuple of an attempt, _ml_N a tuple without one in a batch
+# runner ($batch), _ml_F finish / abort (looked for before the heartbeat test: they are
+# heartbeat-shaped), and the batch_* spout commands' fields after _ml_C's usual three. A plain
+# tuple costs jq one key lookup more (`tx`) and bash nothing.
 # shellcheck disable=SC2016
 _ML_JQ_PROGRAM='
 def clean: if type == "string" then (if index("\u0000") then split("\u0000") | join("") else . end)
@@ -163,17 +240,33 @@ def msg:
   if type == "array" then call("_ml_I"; .)
   elif type != "object" then call("_ml_X"; ["unexpected host message: " + tojson])
   elif has("tuple") then
-    if .task == -1 and .stream == "__heartbeat" then call("_ml_H"; [])
-    else call(if .task == -1 and .stream == "__tick" then "_ml_K" else "_ml_T" end;
-              [.id, (.id | tojson), (.comp // ""), .stream, .task] + .tuple)
+    if .task == -1 and .stream == "__heartbeat" then
+      if (.batch | type) == "object" then  # batch/1 finish / abort: heartbeat-shaped
+        call("_ml_F"; [.id, (.id | tojson), .batch.op, .batch.txid, .batch.attempt,
+                       (.batch.commit == true)])
+      else call("_ml_H"; []) end
+    elif .tx then
+      call("_ml_B"; [.tx.txid, .tx.attempt, .id, (.id | tojson), (.comp // ""), .stream, .task]
+                    + .tuple)
+    else call(if .task == -1 and .stream == "__tick" then "_ml_K" elif $batch then "_ml_N"
+              else "_ml_T" end; [.id, (.id | tojson), (.comp // ""), .stream, .task] + .tuple)
     end
-  elif has("command") then call("_ml_C"; [.command, .id, (.id | tojson)])
+  elif has("command") then
+    call("_ml_C"; [.command, .id, (.id | tojson)]
+      + if .command == "batch_emit" then
+          [.tx.txid, .tx.attempt, (.meta | tojson), (.task_meta | tojson),
+           (.prev_task_meta | tojson), (.replay == true), (.committed // 0)]
+        elif .command == "batch_init" then [.txid, (.prev_meta | tojson)]
+        elif .command == "batch_commit" then [.tx.txid, .tx.attempt]
+        else [] end)
   elif has("pidDir") then
     (.conf // {}) as $c | (.context // {}) as $x
     | [$c | to_entries[] | select(.key != "") | .key, .value] as $cp
     | [($x["task->component"] // {}) | to_entries[] | .key, .value] as $tp
+    | ($x.batch | if type == "object" then . else {} end) as $b
     | call("_ml_S"; [.pidDir, ($c | tojson), ($x | tojson), ($x.taskid // ""),
-                     ($x.componentid // ""), ($cp | length / 2)] + $cp + $tp)
+                     ($x.componentid // ""), ($b.role // ""), ($b.transactional_id // ""),
+                     ($b.committed_txid // ""), ($cp | length / 2)] + $cp + $tp)
   else call("_ml_X"; ["unrecognised host message: " + tojson])
   end;
 foreach inputs as $line ({};
@@ -284,6 +377,10 @@ emit_id() {
         _ml_usage "emit_id ID VALUE..."
         return 2
     fi
+    if [[ $_ML_BATCH == spout ]]; then
+        _ml_usage "emit_id: a batch spout's tuples carry no message id (use emit)"
+        return 2
+    fi
     _ml_quote "$1"
     local id=$_ML_J
     shift
@@ -328,6 +425,10 @@ emit_with() {
             *) break ;;
         esac
     done
+    if [[ -n $id && $_ML_BATCH == spout ]]; then
+        _ml_usage "emit_with: a batch spout's tuples carry no message id"
+        return 2
+    fi
     if (( have_tuple )); then
         if (( $# )); then
             _ml_usage "emit_with: give either --json or values, not both"
@@ -545,9 +646,190 @@ _ml_C() {
         fail) MULTILANG_MSG_ID_JSON=$3; _ml_call "$_ML_FAIL" "$2" ;;
         activate) _ml_call "$_ML_ACTIVATE" ;;
         deactivate) _ml_call "$_ML_DEACTIVATE" ;;
+        batch_init|batch_emit|batch_commit)
+            if [[ $_ML_BATCH == spout ]]; then
+                _ml_batch_command "$@"
+            else
+                _ml_log "multilang.sh: unknown spout command '$1', ignored" 3
+            fi ;;
         *) _ml_log "multilang.sh: unknown spout command '$1', ignored" 3 ;;
     esac
     _ML_BUF+=$_ML_SYNC
+}
+
+# ---- batch/1 (docs/transactional.md §4) ---------------------------------------------------------
+
+# A tuple of an attempt: $1 txid, $2 attempt, then _ml_T's arguments. The usual case (a tuple of
+# the attempt already open for its txid) takes one test. (A plain runner never announced batch/1
+# and so never gets one; it would take it as a plain tuple.)
+_ml_B() {
+    if [[ -n $_ML_BATCH ]]; then
+        if [[ ${_ML_ATTEMPTS[$1]-} != "$2" ]]; then
+            _ml_open "$1" "$2" tuple "$4" || return 0
+        fi
+        MULTILANG_TXID=$1 MULTILANG_ATTEMPT=$2 MULTILANG_BATCH_KEY=$1-$2
+    fi
+    shift 2
+    _ml_T "$@"
+}
+
+# A tuple without `tx` in a batch bolt (the host tags every tuple of the batch group, §4.2):
+# there is no attempt to give it to, so it is failed, unread. $1 its id, $2 the id as JSON.
+_ml_N() {
+    _ml_log "multilang.sh: a batch bolt received tuple $1 without a transaction (tx), failed" 3
+    _ML_BUF+="{\"command\":\"fail\",\"id\":$2}$_ML_END"
+}
+
+# Opens attempt $2 of txid $1 for a message ($3: tuple or finish; $4 its id as JSON), as the
+# Python client's AttemptStates: status 1 (after failing the message, with a warning, unread)
+# when the attempt is over: lower than the open one, finished or aborted already, or of a txid
+# committed before this task started (the host ignores answers about it, §2.7; no code is run
+# for state that is gone). A higher attempt replaces the open one, whose state is dropped
+# (§4.2): on_abort is called for it.
+_ml_open() {
+    local _ml_open_attempt=${_ML_ATTEMPTS[$1]-}
+    if (( $1 <= ${MULTILANG_COMMITTED_TXID:-0} || $2 <= ${_ML_RETIRED[$1]:-0} )) ||
+        { [[ -n $_ml_open_attempt ]] && (( _ml_open_attempt > $2 )); }; then
+        _ml_log "multilang.sh: failing a $3 of txid $1 attempt $2, which is over" 3
+        _ML_BUF+="{\"command\":\"fail\",\"id\":$4}$_ML_END"
+        return 1
+    fi
+    _ML_ATTEMPTS[$1]=$2
+    if [[ -n $_ml_open_attempt ]]; then
+        _ml_aborted "$1" "$_ml_open_attempt"
+    fi
+}
+
+# Closes attempt $2 of txid $1 (after its finish, or on abort): later messages of it, or of a
+# lower attempt, are stale. The memory of closed txids is kept to the last 1024 or so (txids
+# grow: the oldest are dropped, in one pass once it doubles).
+_ml_retire() {
+    local _ml_open_attempt=${_ML_ATTEMPTS[$1]-}
+    if [[ -n $_ml_open_attempt ]] && (( _ml_open_attempt <= $2 )); then
+        unset '_ML_ATTEMPTS[$1]'
+    fi
+    if (( $2 > ${_ML_RETIRED[$1]:-0} )); then
+        _ML_RETIRED[$1]=$2
+    fi
+    if (( ${#_ML_RETIRED[@]} > 2048 )); then
+        local _ml_txid
+        for _ml_txid in "${!_ML_RETIRED[@]}"; do
+            (( _ml_txid > $1 - 1024 )) || unset '_ML_RETIRED[$_ml_txid]'
+        done
+    fi
+}
+
+# on_abort for attempt $2 of txid $1 (if the component defines it).
+_ml_aborted() {
+    MULTILANG_TXID=$1 MULTILANG_ATTEMPT=$2 MULTILANG_BATCH_KEY=$1-$2
+    _ml_call "$_ML_ABORT"
+}
+
+# finish / abort (heartbeat-shaped): $1 id, $2 id as JSON, $3 op, $4 txid, $5 attempt, $6 commit.
+_ml_F() {
+    if [[ $_ML_BATCH != bolt && $_ML_BATCH != committer ]]; then
+        _ml_unexpected "a batch '$3' message"
+        return 0
+    fi
+    case $3 in
+        finish)
+            if [[ ${_ML_ATTEMPTS[$4]-} == "$5" ]] || _ml_open "$4" "$5" finish "$2"; then
+                _ml_finish "$@"
+            fi ;;
+        abort)  # not answered (§4.2); on_abort for the open attempt if lower, then for this one
+            local _ml_open_attempt=${_ML_ATTEMPTS[$4]-}
+            _ml_retire "$4" "$5"
+            if [[ -n $_ml_open_attempt ]] && (( _ml_open_attempt < $5 )); then
+                _ml_aborted "$4" "$_ml_open_attempt"
+            fi
+            _ml_aborted "$4" "$5" ;;
+        *) _ml_log "multilang.sh: unknown batch message '$3', ignored" 3 ;;
+    esac
+}
+
+# Runs the finish function with the finish's id as the current tuple (emits are anchored to it),
+# then acks it, or fails it on a non-zero status. The attempt is closed either way: its state is
+# dropped after the finish (§4.2).
+# shellcheck disable=SC2034  # MULTILANG_*: for the component's finish function to read
+_ml_finish() {
+    MULTILANG_TXID=$4 MULTILANG_ATTEMPT=$5 MULTILANG_BATCH_KEY=$4-$5 MULTILANG_COMMIT=$6 \
+        MULTILANG_TUPLE_ID=$1 _ML_ANCHOR=$2 MULTILANG_TUPLE_COMPONENT='' \
+        MULTILANG_TUPLE_STREAM=__heartbeat MULTILANG_TUPLE_TASK=-1 \
+        _ML_SUFFIX=",\"anchors\":[$2],\"need_task_ids\":false" _ML_DONE=0
+    local _ml_rc=0
+    "$_ML_FINISH" || _ml_rc=$?
+    if (( _ml_rc )); then
+        _ml_error "$_ML_FINISH returned status $_ml_rc for the finish of txid $4 attempt $5"
+        (( _ML_DONE )) || _ML_BUF+="{\"command\":\"fail\",\"id\":$_ML_ANCHOR}$_ML_END"
+    elif (( ! _ML_DONE )); then
+        _ML_BUF+="{\"command\":\"ack\",\"id\":$_ML_ANCHOR}$_ML_END"
+    fi
+    _ml_retire "$4" "$5"
+    _ML_ANCHOR='' _ML_SUFFIX=$_ML_NO_ANCHOR
+}
+
+# A batch spout's command (§4.3); _ml_C sends the sync after it. batch_init: $4 txid, $5 the
+# previous txid's meta; batch_emit: $4 txid, $5 attempt, $6 meta, $7 task meta, $8 previous task
+# meta, $9 replay, $10 the last committed txid; batch_commit: $4 txid, $5 attempt. A failure has
+# no answer in the protocol (a sync after a half-emitted batch would say the task did its share),
+# so the task exits: the host aborts the attempt and replays it once the task is restarted, as
+# Storm does when an emitter throws (and as the Python client does). "Not ready" is INIT_FN
+# returning 0 without calling batch_meta.
+# shellcheck disable=SC2034  # MULTILANG_*: for the component's functions to read
+_ml_batch_command() {
+    local _ml_rc=0
+    _ML_META='' _ML_META_TXID=''
+    case $1 in
+        batch_init)
+            _ML_STEP=init
+            "$_ML_INIT" "$4" "$5" || _ml_rc=$?
+            _ML_STEP=''
+            if (( _ml_rc )); then
+                _ml_batch_died "$_ML_INIT returned status $_ml_rc for batch_init of txid $4"
+            fi ;;
+        batch_emit)
+            MULTILANG_TXID=$4 MULTILANG_ATTEMPT=$5 MULTILANG_BATCH_KEY=$4-$5 \
+                MULTILANG_COMMITTED_TXID=${10} _ML_STEP=emit
+            "$_ML_EMIT" "$4" "$5" "$6" "$7" "$8" "$9" || _ml_rc=$?
+            _ML_STEP=''
+            if (( _ml_rc )); then
+                _ml_batch_died "$_ML_EMIT returned status $_ml_rc for batch_emit of txid $4" \
+                    "attempt $5"
+            fi ;;
+        batch_commit)
+            MULTILANG_TXID=$4 MULTILANG_ATTEMPT=$5 MULTILANG_BATCH_KEY=$4-$5
+            [[ -z $_ML_COMMIT ]] || "$_ML_COMMIT" "$4" "$5" || _ml_rc=$?
+            if (( _ml_rc )); then
+                _ml_batch_died "$_ML_COMMIT returned status $_ml_rc for batch_commit of txid $4" \
+                    "attempt $5"
+            fi ;;
+    esac
+    if [[ -n $_ML_META ]]; then
+        _ML_BUF+="{\"command\":\"batch_meta\",\"meta\":$_ML_META"
+        _ML_BUF+="${_ML_META_TXID:+,\"txid\":$_ML_META_TXID}}$_ML_END"
+    fi
+}
+
+_ml_batch_died() {  # WORDS...: what failed
+    printf 'multilang.sh: %s; exiting\n' "$*" >&2
+    _ml_error "$*; the task exits"
+    exit 1
+}
+
+batch_meta() {
+    if [[ -z $_ML_STEP ]]; then
+        _ml_usage "batch_meta: only inside the INIT_FN or EMIT_FN of run_transactional_spout"
+        return 2
+    fi
+    if (( $# < 1 || $# > 2 )) || [[ -z $1 ]]; then
+        _ml_usage "batch_meta JSON [TXID]"
+        return 2
+    fi
+    if (( $# == 2 )) && [[ $_ML_STEP != init || ! $2 =~ ^[1-9][0-9]*$ ]]; then
+        _ml_usage "batch_meta: a TXID (a positive integer) only inside INIT_FN, got '$2'"
+        return 2
+    fi
+    _ML_META=$1 _ML_META_TXID=${2-}
 }
 
 # shellcheck disable=SC2034  # MULTILANG_TASK_IDS: for the component to read after emit_with -T
@@ -570,8 +852,11 @@ _ml_S() {
     MULTILANG_CONTEXT_JSON=$3
     MULTILANG_TASKID=$4
     MULTILANG_COMPONENTID=$5
-    local n=$6
-    shift 6
+    MULTILANG_BATCH_ROLE=$6
+    MULTILANG_TRANSACTIONAL_ID=$7
+    MULTILANG_COMMITTED_TXID=$8
+    local n=$9
+    shift 9
     while (( n > 0 )); do
         MULTILANG_CONF[$1]=$2
         shift 2
@@ -624,6 +909,58 @@ run_bolt() {
     _ml_eof
 }
 
+run_batch_bolt() {
+    _ML_BATCH=bolt
+    _ml_run_batch_bolt run_batch_bolt "$@"
+}
+
+run_committer() {
+    _ML_BATCH=committer
+    _ml_run_batch_bolt run_committer "$@"
+}
+
+# No locals in runners: user functions run inside them and would see (and set) them.
+_ml_run_batch_bolt() {  # RUNNER PROCESS_FN FINISH_FN
+    if (( $# != 3 )) || [[ -z $2 || -z $3 ]]; then
+        printf 'multilang.sh: usage: %s PROCESS_FUNCTION FINISH_FUNCTION\n' "$1" >&2
+        exit 2
+    fi
+    _ML_ROLE=bolt
+    _ML_FN=$2
+    _ML_FINISH=$3
+    if declare -F on_tick >/dev/null; then
+        _ML_TICK=on_tick
+    fi
+    if declare -F on_abort >/dev/null; then
+        _ML_ABORT=on_abort
+    fi
+    _ml_start "$2" "$3"
+    _ml_loop
+    _ml_eof
+}
+
+run_transactional_spout() {
+    if (( $# < 2 || $# > 3 )) || [[ -z $1 || -z $2 ]]; then
+        printf 'multilang.sh: usage: %s\n' >&2 \
+            'run_transactional_spout INIT_FUNCTION EMIT_FUNCTION [COMMIT_FUNCTION]'
+        exit 2
+    fi
+    _ML_ROLE=spout
+    _ML_BATCH=spout
+    _ML_INIT=$1
+    _ML_EMIT=$2
+    _ML_COMMIT=${3-}
+    if declare -F on_activate >/dev/null; then
+        _ML_ACTIVATE=on_activate
+    fi
+    if declare -F on_deactivate >/dev/null; then
+        _ML_DEACTIVATE=on_deactivate
+    fi
+    _ml_start "$@"
+    _ml_loop
+    _ml_eof
+}
+
 run_spout() {
     if (( $# < 1 || $# > 3 )); then
         printf 'multilang.sh: usage: run_spout NEXT_FUNCTION [ACK_FUNCTION] [FAIL_FUNCTION]\n' >&2
@@ -648,7 +985,7 @@ run_spout() {
 # Locals carry the _ml_ prefix: on_init runs inside this function and sees them.
 _ml_start() {
     if [[ -n $_ML_JQPID ]]; then
-        printf 'multilang.sh: run_bolt / run_spout can be called only once\n' >&2
+        printf 'multilang.sh: a runner (run_bolt, run_spout, ...) can be called only once\n' >&2
         exit 2
     fi
     local _ml_f
@@ -664,7 +1001,8 @@ _ml_start() {
     fi
     # Lengths from jq must be counted in the unit bash counts in: "é€" is 2 characters in a
     # UTF-8 locale and 5 bytes in the C locale; any other multibyte locale is replaced by C.
-    local _ml_probe=$'\xc3\xa9\xe2\x82\xac' _ml_bytes=true
+    local _ml_probe=$'\xc3\xa9\xe2\x82\xac' _ml_bytes=true _ml_batch=false
+    [[ -z $_ML_BATCH ]] || _ml_batch=true
     case ${#_ml_probe} in
         2) _ml_bytes=false ;;
         5) ;;
@@ -675,6 +1013,7 @@ _ml_start() {
     # command it runs (two syscalls per command, tens per tuple); it would also stop the
     # component from using a coproc of its own.
     exec {_ML_FROM_JQ}< <(exec jq -nRj --unbuffered --argjson bytes "$_ml_bytes" \
+                              --argjson batch "$_ml_batch" \
                               "$_ML_JQ_PROGRAM" 0<&"$_ML_IN" {_ML_IN}<&- {_ML_OUT}>&-)
     _ML_JQPID=$!
     exec {_ML_IN}<&-  # only jq reads the host's messages
@@ -686,10 +1025,14 @@ _ml_start() {
         exit 1
     fi
     eval "$_ML_MSG"
+    if [[ -n $_ML_BATCH ]]; then
+        _ml_batch_handshake
+    fi
     # The pid goes out now, not after on_init, which may take its time; the file exists by then.
     # pipeline/1: commands are answered one at a time, in order, so the host may write them
-    # ahead of our syncs (docs/protocol.md, "Protocol extensions")
-    _ML_BUF+="{\"pid\":$$,\"ext\":[\"pipeline/1\"]}$_ML_END"
+    # ahead of our syncs (docs/protocol.md, "Protocol extensions"); batch/1 from the batch
+    # runners only (docs/transactional.md §4.1)
+    _ML_BUF+="{\"pid\":$$,\"ext\":[\"pipeline/1\"${_ML_BATCH:+,\"batch/1\"}]}$_ML_END"
     if ! : >"$MULTILANG_PID_DIR/$$"; then
         _ml_error "cannot create the pid file $MULTILANG_PID_DIR/$$"
     fi
@@ -702,6 +1045,29 @@ _ml_start() {
             exit 1
         fi
     fi
+}
+
+# A batch runner needs a host that declared the component a batch one, in the same role (§4.1):
+# under a host without batch/1 (Storm, say) the batches would never come, so it stops at once.
+# run_batch_bolt also runs a committer (its finish then comes in the commit phase); the other
+# way round a committer would store batches before their turn.
+_ml_batch_handshake() {
+    if [[ -z $MULTILANG_BATCH_ROLE ]]; then
+        printf 'multilang.sh: batch components need a host that speaks batch/1\n' >&2
+        exit 1
+    fi
+    case $_ML_BATCH:$MULTILANG_BATCH_ROLE in
+        bolt:bolt | bolt:committer | committer:committer | spout:spout) ;;
+        *)
+            local runner=run_batch_bolt
+            case $_ML_BATCH in
+                committer) runner=run_committer ;;
+                spout) runner=run_transactional_spout ;;
+            esac
+            printf 'multilang.sh: %s cannot run component %s, declared "batch: %s"\n' \
+                "$runner" "$MULTILANG_COMPONENTID" "$MULTILANG_BATCH_ROLE" >&2
+            exit 1 ;;
+    esac
 }
 
 # The host closed our stdin (jq saw it first and ended): exit 0, or 1 if jq itself failed.

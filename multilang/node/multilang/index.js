@@ -15,6 +15,9 @@
  * the component, so `this.log`, `this.emit`, `this.conf`, `this.context` and any state you put in
  * the spec are at hand (arrow functions do not get that `this`).
  *
+ * Transactional batches (docs/transactional.md): BatchBolt, Committer, TransactionalSpout,
+ * PartitionedTransactionalSpout and OpaquePartitionedTransactionalSpout, in batch.js.
+ *
  * stdout belongs to the protocol: once `run()` is called, anything else written to stdout
  * (console.log included) is sent to stderr instead, where the host logs it.
  */
@@ -326,9 +329,6 @@ class Component {
     this._pending = new Set(); // bolts: ids of input tuples not yet acked or failed
   }
 
-  /** Hook: called once after the handshake; may return a promise. */
-  initialize(conf, context) {}
-
   /** Start the protocol loop: read the handshake, then serve the host until stdin ends. */
   run() {
     if (Component._running) throw new Error('multilang: only one component can run per process');
@@ -369,21 +369,44 @@ class Component {
     } catch (err) {
       pidError = err;
     }
-    // pipeline/1: commands are answered one at a time, in order (an async hook holds back the
-    // next message), so the host may write them ahead of our syncs (docs/protocol.md,
-    // "Protocol extensions")
-    ml.out = '{"pid":' + process.pid + ',"ext":["pipeline/1"]}' + END + ml.out;
+    ml.out = '{"pid":' + process.pid + ',"ext":' + JSON.stringify(this._extensions()) + '}' +
+      END + ml.out;
     ml.ready = true;
     if (pidError !== null) this.error('cannot create the pid file in ' + pidDir + ': ' + pidError.message);
     ml.flush(); // the host learns our pid before a slow initialize runs
     this.conf = (msg && msg.conf) || {};
     this.context = (msg && msg.context) || {};
-    this._callHook(this.initialize, [this.conf, this.context], (err) => {
+    const refusal = this._refusal(this.context);
+    if (refusal !== null) { // this host cannot run this component: say so, and stop
+      process.stderr.write(refusal + '\n');
+      this.error(refusal);
+      ml.exit(1);
+      return;
+    }
+    const hook = this._startHook();
+    this._callHook(this[hook], [this.conf, this.context], (err) => {
       if (err !== null) {
-        this.error('initialize failed: ' + describe(err));
+        this.error(hook + ' failed: ' + describe(err));
         ml.exit(1);
       }
     });
+  }
+
+  /** The protocol extensions announced in the pid reply (docs/protocol.md, "Protocol
+   * extensions"). pipeline/1: commands are answered one at a time, in order (an async hook holds
+   * back the next message), so the host may write them ahead of our syncs. */
+  _extensions() {
+    return ['pipeline/1'];
+  }
+
+  /** Why this component cannot run with this handshake's context, or null (it can). */
+  _refusal(context) {
+    return null;
+  }
+
+  /** The name of the hook called with (conf, context) after the handshake (each class has it). */
+  _startHook() {
+    return 'initialize';
   }
 
   /**
@@ -489,6 +512,9 @@ Component._running = null;
 
 /** What both kinds of bolt share: heartbeats, ticks, emits. */
 class BoltBase extends Component {
+  /** Hook: called once after the handshake; may return a promise. */
+  initialize(conf, context) {}
+
   /** Hook: a tick tuple (`topology.tick.tuple.freq.secs`); acked by the library afterwards. */
   tick(tuple) {}
 
@@ -642,6 +668,7 @@ class Spout extends Component {
     this._answer = this._answer.bind(this);
   }
 
+  initialize(conf, context) {}
   activate() {}
   deactivate() {}
   nextTuple(emit) {}
@@ -686,4 +713,16 @@ class Spout extends Component {
   }
 }
 
-module.exports = { BasicBolt, Bolt, Spout, Tuple, LEVELS };
+// The batch/1 classes (docs/transactional.md §4, §5) live in batch.js, built on the ones above.
+const batch = require('./batch')({
+  Component, BoltBase, Tuple, END, SYSTEM_TASK, describe, asError, isThenable,
+});
+
+module.exports = {
+  BasicBolt, Bolt, Spout, Tuple, LEVELS,
+  BatchBolt: batch.BatchBolt,
+  Committer: batch.Committer,
+  TransactionalSpout: batch.TransactionalSpout,
+  PartitionedTransactionalSpout: batch.PartitionedTransactionalSpout,
+  OpaquePartitionedTransactionalSpout: batch.OpaquePartitionedTransactionalSpout,
+};
