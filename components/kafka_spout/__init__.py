@@ -8,4 +8,7 @@ confluent-kafka (librdkafka). Run it as `python -m components.kafka_spout`; sett
   a period, on deactivate and on shutdown; `max.uncommitted.offsets` pauses a partition;
 - partitions are spread over the spout's tasks round-robin and refreshed on a period (the
   manual partitioner of storm-kafka-client 2.x), commits go to the consumer group.
+
+`python -m components.kafka_spout.transactional` is the same source as a partitioned
+transactional batch spout (transactional.py; docs/kafka.md, "The transactional spout").
 """

@@ -210,3 +210,13 @@ def from_conf(conf: Mapping[str, Any], context: Mapping[str, Any]) -> SpoutConfi
         tracking_enforced=enforced,
         consumer=consumer,
     )
+
+
+def check_outputs(cfg: SpoutConfig, context: Mapping[str, Any], who: str) -> None:
+    """The default stream must declare as many fields as the translator emits (names are free)."""
+    declared = context.get("stream->outputfields", {}).get("default")
+    if declared is not None and len(declared) != len(cfg.fields):
+        raise ConfigError(
+            f"{who}: the translator {cfg.translator!r} emits {len(cfg.fields)} fields "
+            f"{list(cfg.fields)}, the default stream declares {list(declared)}"
+        )

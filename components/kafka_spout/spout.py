@@ -34,6 +34,7 @@ from .config import (
     UNCOMMITTED_EARLIEST,
     ConfigError,
     SpoutConfig,
+    check_outputs,
     from_conf,
 )
 from .offsets import PartitionOffsets
@@ -75,13 +76,7 @@ class KafkaSpout(Spout):
         except ConfigError as exc:
             raise ConfigError(f"kafka spout {self.component_id}: {exc}") from None
         cfg = self.cfg
-        declared = context.get("stream->outputfields", {}).get("default")
-        if declared is not None and len(declared) != len(cfg.fields):
-            raise ConfigError(
-                f"kafka spout {self.component_id}: the translator {cfg.translator!r} emits "
-                f"{len(cfg.fields)} fields {list(cfg.fields)}, the default stream declares "
-                f"{list(declared)}"
-            )
+        check_outputs(cfg, context, f"kafka spout {self.component_id}")
         self.index, self.count = task_share(context, self.task_id)
         self.metadata = json.dumps(
             {"topologyId": conf.get("storm.id", ""), "taskId": self.task_id, "threadName": "main"}

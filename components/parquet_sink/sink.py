@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from components.files import fsync_dir
+from components.streams import subscribed_fields
 from multilang import DEBUG, WARN, Bolt, Tuple
 
 PREFIX = "parquet.sink."
@@ -24,44 +25,25 @@ class SinkConfigError(ValueError):
 
 def input_fields(context: Mapping) -> list[str]:
     """The fields of the streams this bolt subscribes to; they must agree."""
-    fields_by_source = context.get("source->stream->fields") or {}
-    subscribed = context.get("source->stream->grouping") or {}
-    found: dict[tuple, list[str]] = {}
-    for source, streams in subscribed.items():
-        for stream in streams:
-            fields = (fields_by_source.get(source) or {}).get(stream)
-            if fields is not None:
-                found[(source, stream)] = list(fields)
-    if not found:
-        raise SinkConfigError(
-            "the parquet sink has no input stream with declared fields: "
-            "subscribe it to a component (inputs:) or set parquet.sink.fields"
-        )
-    distinct = {tuple(f) for f in found.values()}
-    if len(distinct) > 1:
-        detail = "; ".join(f"{s}/{st}: {f}" for (s, st), f in found.items())
-        raise SinkConfigError(
-            f"the input streams declare different fields ({detail}): one file "
-            f"has one set of columns; set parquet.sink.fields"
-        )
-    return list(distinct.pop())
+    return subscribed_fields(context, "the parquet sink", PREFIX + "fields", SinkConfigError)
 
 
-def _schema_types(conf: Mapping, fields: list[str]) -> dict[str, pa.DataType]:
-    raw = conf.get(PREFIX + "schema") or {}
+def schema_types(conf: Mapping, fields: list[str], prefix: str = PREFIX) -> dict[str, pa.DataType]:
+    """`<prefix>schema`: {field: pyarrow type name} as pyarrow types."""
+    raw = conf.get(prefix + "schema") or {}
     if not isinstance(raw, dict):
-        raise SinkConfigError(f"{PREFIX}schema must map field names to pyarrow type names")
+        raise SinkConfigError(f"{prefix}schema must map field names to pyarrow type names")
     types = {}
     for name, type_name in raw.items():
         if name not in fields:
             raise SinkConfigError(
-                f"{PREFIX}schema names {name!r}, which is not a column ({', '.join(fields)})"
+                f"{prefix}schema names {name!r}, which is not a column ({', '.join(fields)})"
             )
         try:
             types[name] = pa.type_for_alias(str(type_name))
         except (ValueError, KeyError):
             raise SinkConfigError(
-                f"{PREFIX}schema: unknown type {type_name!r} for {name!r} "
+                f"{prefix}schema: unknown type {type_name!r} for {name!r} "
                 f"(pyarrow names: string, int64, double, bool, ...)"
             ) from None
     return types
@@ -76,7 +58,7 @@ class ParquetSink(Bolt):
         os.makedirs(self.directory, exist_ok=True)
         fields = conf.get(PREFIX + "fields")
         self.fields: list[str] = list(fields) if fields else input_fields(context)
-        self.types = _schema_types(conf, self.fields)
+        self.types = schema_types(conf, self.fields)
         rows = int(conf.get(PREFIX + "rows", DEFAULT_ROWS))
         if rows < 1:
             raise SinkConfigError(f"{PREFIX}rows must be >= 1, got {rows}")
@@ -120,20 +102,7 @@ class ParquetSink(Bolt):
         name = f"part-{self.task_id or 0:05d}-{time.time_ns()}-{self.seq:06d}.parquet"
         self.seq += 1
         final = os.path.join(self.directory, name)
-        tmp = os.path.join(self.directory, f".{name}.tmp")
-        try:
-            with open(tmp, "wb") as fh:
-                pq.write_table(table, fh, compression=self.compression)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, final)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-        fsync_dir(self.directory)
+        write_table_atomically(table, final, self.compression)
         return final
 
     def _table(self, batch: list[Tuple]) -> pa.Table:
@@ -149,38 +118,77 @@ class ParquetSink(Bolt):
                 )
             for i in range(n):
                 columns[i].append(values[i])
-        return pa.table(
-            {name: self._array(name, values) for name, values in zip(self.fields, columns)}
-        )
+        return build_table(self.fields, columns, self.types, self._mixed)
 
-    def _array(self, name: str, values: list) -> pa.Array:
-        wanted = self.types.get(name)
-        if wanted is not None:
-            return pa.array(values, type=wanted)
-        try:
-            array = pa.array(values)
-        except (pa.ArrowInvalid, pa.ArrowTypeError):
-            if name not in self.warned:
-                self.warned.add(name)
-                self.log(
-                    f"column {name!r} mixes value types: written as strings (set "
-                    f"{PREFIX}schema to fix its type)",
-                    WARN,
-                )
-            return pa.array(
-                [
-                    None
-                    if v is None
-                    else v
-                    if isinstance(v, str)
-                    else json.dumps(v, ensure_ascii=False)
-                    for v in values
-                ],
-                pa.string(),
+    def _mixed(self, name: str) -> None:
+        if name not in self.warned:
+            self.warned.add(name)
+            self.log(
+                f"column {name!r} mixes value types: written as strings (set "
+                f"{PREFIX}schema to fix its type)",
+                WARN,
             )
-        if pa.types.is_null(array.type):  # Spark reads no all-null column type
-            return array.cast(pa.string())
-        return array
+
+
+def build_table(
+    fields: list[str],
+    columns: list[list],
+    types: Mapping[str, pa.DataType],
+    on_mixed: Callable[[str], None],
+) -> pa.Table:
+    """A table of the given columns (values by field), typed as the package docstring says;
+    `on_mixed(name)` is told of each column written as strings because its types differ."""
+    return pa.table(
+        {
+            name: column_array(name, values, types.get(name), on_mixed)
+            for name, values in zip(fields, columns)
+        }
+    )
+
+
+def column_array(
+    name: str, values: list, wanted: pa.DataType | None, on_mixed: Callable[[str], None]
+) -> pa.Array:
+    if wanted is not None:
+        return pa.array(values, type=wanted)
+    try:
+        array = pa.array(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        on_mixed(name)
+        return pa.array(
+            [
+                None
+                if v is None
+                else v
+                if isinstance(v, str)
+                else json.dumps(v, ensure_ascii=False)
+                for v in values
+            ],
+            pa.string(),
+        )
+    if pa.types.is_null(array.type):  # Spark reads no all-null column type
+        return array.cast(pa.string())
+    return array
+
+
+def write_table_atomically(table: pa.Table, final: str, compression: str) -> None:
+    """Write `.<name>.tmp` beside `final` (hidden from Spark by its leading dot), fsync it,
+    rename it to `final`, fsync the directory: the file is there whole or not at all."""
+    directory, name = os.path.split(final)
+    tmp = os.path.join(directory, f".{name}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            pq.write_table(table, fh, compression=compression)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, final)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    fsync_dir(directory)
 
 
 def main() -> Any:

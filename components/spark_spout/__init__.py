@@ -55,6 +55,55 @@ row it covers is never emitted again.
   that Spark replays after a crash reuses its staged rows: the same ids, and only the rows our
   checkpoint does not cover are emitted.
 
+## Transactional (exactly-once)
+
+With `spark.spout.transactional: true` (streaming source only) the spout is a transactional batch
+spout (docs/transactional.md): declare it `batch: spout` in a topology with `transactional: {id:
+...}`, and store the results with a committer (`components.sqlite_committer`, ...):
+
+```yaml
+transactional: {id: clicks}
+spouts:
+  clicks:
+    command: [python, -m, components.spark_spout]
+    outputs: [user, page]
+    batch: spout
+    config:
+      spark.spout.source: streaming
+      spark.spout.transactional: true
+      spark.spout.job: job:clicks                 # returns spark.readStream...
+      spark.spout.checkpoint.dir: .run/clicks
+bolts:
+  store: {command: [python, -m, components.sqlite_committer], batch: committer,
+          inputs: {clicks: global}, config: {sqlite.committer.path: out/clicks.db,
+          sqlite.committer.table: clicks}}
+```
+
+Spark's micro-batch N is the transaction txid N+1 (Spark counts from 0, the host from 1):
+
+- `foreachBatch(df, N)` (Spark's thread) stages the micro-batch as parquet under
+  `<staging.dir>/batch-N/` (a micro-batch Spark runs again keeps its first staging), offers it,
+  and returns only once the host commits txid N+1; Spark then writes its own commit of N;
+- the host's `batch_init` (the protocol loop, the main thread) gets the staged batch's metadata
+  `{"spark_batch_id": N, "staging": ".../batch-N", "rows": R}` with `"txid": N+1`, or, while
+  nothing is staged yet, "not ready" (asked again after `host.spout.idle.max.sleep.ms` at most);
+- `batch_emit` emits the staged rows, on the first attempt and on every replay (a failed
+  attempt, a restarted host): the same tuples each time, read from the staging, never from Spark;
+- after a restart, a micro-batch that Spark runs again whose txid the host committed before
+  (the handshake's `committed_txid`, or a `batch_commit` already seen) returns at once; one the
+  host replays from its stored metadata returns when that replay commits;
+- a staging directory is deleted once its txid's commit is recorded by the host (the `committed`
+  of a later `batch_emit` or `batch_commit`, or the handshake), not earlier: a host that dies
+  after `batch_commit` and before it records the commit replays the txid from the staging.
+
+Spark runs one micro-batch at a time, so at most one txid is open (`topology.max.spout.pending`
+above 1 gains nothing). Tuples carry no message id and are not retried one by one: a failed
+tuple fails its attempt, which is emitted again whole; `spark.spout.retries`, the dead-letter
+file, `rows.per.next`, `max.pending` and `checkpoint.json` are not used (the host's state is the
+progress, Spark's checkpoint says what comes next; `checkpoint.dir` still holds it and the
+staging). Keep `spark.spout.streaming.checkpoint`, the staging and the host's state directory
+together: a host's state with another Spark checkpoint would skip or repeat micro-batches.
+
 ## Settings (component config)
 
 | key | default | meaning |
@@ -80,6 +129,7 @@ row it covers is never emitted again.
 | `spark.spout.streaming.checkpoint` | `<checkpoint.dir>/streaming` | Spark's checkpointLocation for the streaming query |
 | `spark.spout.trigger.secs` | 0 (as fast as possible) | streaming: processing-time trigger interval |
 | `spark.spout.log.level` | WARN | Spark's log level |
+| `spark.spout.transactional` | false | true: a transactional batch spout (`batch: spout`, streaming source; see "Transactional") |
 | `spark.*` (any other) | `spark.master: local[*]` | passed to the SparkSession builder: `spark.master: spark://host:7077` runs the Spark side on a cluster |
 
 The `dead` stream, when declared (e.g. `outputs: {default: [...], dead: [key, offset, row,

@@ -47,6 +47,7 @@ KNOWN_KEYS = frozenset(
         "streaming.checkpoint",
         "trigger.secs",
         "log.level",
+        "transactional",
     )
 )
 
@@ -81,6 +82,7 @@ class SpoutConfig:
     log_level: str = "WARN"
     dead_fields: tuple[str, ...] | None = None  # the `dead` stream's fields, when declared
     spark: Mapping[str, str] = field(default_factory=dict)  # spark.* keys for the builder
+    transactional: bool = False  # a batch spout (transactional.py), streaming source only
 
     @property
     def needs_spark(self) -> bool:
@@ -175,6 +177,13 @@ def declared_fields(context: Mapping) -> tuple[tuple[str, ...], tuple[str, ...] 
     return tuple(outputs[DEFAULT_STREAM]), (tuple(dead) if dead is not None else None)
 
 
+def transactional_requested(conf: Mapping) -> bool:
+    """Whether `spark.spout.transactional` asks for the batch spout (read before the pid reply,
+    which must announce batch/1 or not; a bad value is reported by `from_conf` later)."""
+    value = conf.get(PREFIX + "transactional", False)
+    return value is True or (isinstance(value, str) and value.lower() == "true")
+
+
 def _task_count(context: Mapping) -> int:
     me = context.get("componentid")
     return sum(1 for c in (context.get("task->component") or {}).values() if c == me) or 1
@@ -226,6 +235,12 @@ def from_conf(conf: Mapping, context: Mapping) -> SpoutConfig:
     if not isinstance(read_options, dict):
         raise ConfigError(f"{PREFIX}read.options must be a mapping of Spark reader options")
     _check_source(source, job, sql, path, fmt)
+    transactional = _bool(conf, "transactional", False)
+    if transactional and source != "streaming":
+        raise ConfigError(
+            f"{PREFIX}transactional needs {PREFIX}source: streaming (a micro-batch is a "
+            f"transaction); the {source} source runs as a plain spout only"
+        )
     pending = conf.get("topology.max.spout.pending")
     max_pending = int(pending) if pending else _int(conf, "max.pending", 1000, 1)
     staging = _string(conf, "staging.dir") or os.path.join(checkpoint_dir, "staging")
@@ -263,6 +278,7 @@ def from_conf(conf: Mapping, context: Mapping) -> SpoutConfig:
         log_level=str(conf.get(PREFIX + "log.level", "WARN")).upper(),
         dead_fields=dead_fields,
         spark=spark,
+        transactional=transactional,
     )
 
 

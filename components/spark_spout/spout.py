@@ -16,7 +16,7 @@ from multilang import WARN, Spout
 
 from . import checkpoint as ckpt
 from .checkpoint import Checkpoint, order_of, to_ranges
-from .config import DEAD_STREAM, ConfigError, SpoutConfig, from_conf
+from .config import DEAD_STREAM, ConfigError, SpoutConfig, from_conf, transactional_requested
 from .segments import Chunk, End, Fatal, Handoff, Segment, staged
 from .sources import SOURCES, Source
 
@@ -37,6 +37,22 @@ class _SegmentState:
 
 class SparkSpout(Spout):
     """See the package docstring for what it does and how it is configured."""
+
+    def _pid_reply(self) -> bytes:
+        # the handshake is read and the pid not answered yet: the reply says whether this task
+        # speaks batch/1, so the transactional switch is read here (transactional.py)
+        if transactional_requested(self.conf):
+            from .transactional import TransactionalSparkSpout
+
+            return TransactionalSparkSpout.take_over(self)
+        if "batch" in self.context:  # the host will refuse the reply: say what to set
+            print(
+                "spark spout: declared `batch: spout`; set spark.spout.transactional: true "
+                "(with spark.spout.source: streaming) to run it as a transactional spout",
+                file=sys.stderr,
+                flush=True,
+            )
+        return super()._pid_reply()
 
     def initialize(self, conf: dict, context: dict) -> None:
         try:
