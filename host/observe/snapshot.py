@@ -16,6 +16,8 @@ The types below describe every key the host writes today, for the code that read
 - a key typed as required is always present; a `NotRequired` one only when it means something
   (a bolt's capacity, a component's last error, ...).
 
+A transactional topology's snapshot also has a `batches` section (docs/transactional.md §6).
+
 These are TypedDicts, so mypy checks the key names that the view, the web server and the CLI
 read. (No `from __future__ import annotations` here: Python 3.11's TypedDict counts a key
 annotated `NotRequired[...]` as required when the annotation is a string.)
@@ -26,7 +28,7 @@ from typing import Any, NotRequired, TypedDict
 
 class CompleteLatency(TypedDict):
     """Milliseconds from a spout tuple's emit to its tree being fully acked (spout tuples with
-    a message id; None until one completes)."""
+    a message id; None until one completes). The batches' latencies have the same shape."""
 
     p50: float | None
     p99: float | None
@@ -141,8 +143,49 @@ class RecentActivity(TypedDict):
     failures: list[FailureReport]  # at most RECENT_FAILURES, oldest first
 
 
+class OpenAttempt(TypedDict):
+    """An open attempt of a batch (an element of `batches.open`, lowest txid first)."""
+
+    txid: int
+    attempt: int  # 1 for the first try of the txid, +1 on each replay (stored across runs)
+    # "processing", "processed" or "committing" (docs/transactional.md §2.2); a plain str, not a
+    # Literal, so that tests/support/typed_dict_check.py checks it like every other key
+    phase: str
+    age_s: float  # seconds since this attempt was emitted
+    tuples: int  # tuples of the attempt delivered to tasks so far
+    finished: int  # tasks of the batch group that finished it ...
+    tasks: int  # ... of all the batch group's tasks
+
+
+class CommittedBatch(TypedDict):
+    """A batch committed in this run (an element of `batches.recent`, oldest first)."""
+
+    txid: int
+    attempt: int  # the attempt that committed
+    tuples: int
+    processing_ms: float  # from the attempt's first emit until its commit phase began
+    commit_ms: float  # the commit phase alone
+    committed_at: float  # wall-clock time (epoch seconds)
+
+
+class BatchStats(TypedDict):
+    """The `batches` section: the transactional batches of the run (docs/transactional.md §6)."""
+
+    transactional_id: str  # topology.transactional.id
+    committed_txid: int  # the last committed txid, 0 before the first ever
+    open: list[OpenAttempt]  # lowest txid first
+    committed: int  # txids committed in this run
+    committed_tuples: int  # the spout tuples of those batches
+    replays: int  # attempts aborted in this run (each is emitted again)
+    last_abort: str | None  # why the latest attempt was aborted, None if none was
+    batch_latency_ms: CompleteLatency  # from an attempt's first emit to its commit
+    commit_latency_ms: CompleteLatency  # the commit phase alone
+    recent: list[CommittedBatch]  # the last 20 committed, oldest first
+
+
 class Snapshot(RecentActivity):
     """The whole snapshot: the `--stats-json` file."""
 
     topology: TopologyStats
     components: dict[str, ComponentSnapshot]  # by component id, in the topology's order
+    batches: NotRequired[BatchStats]  # only when the topology is transactional

@@ -20,6 +20,7 @@ from rich.logging import RichHandler
 
 from host.observe.render import (
     Rates,
+    batch_section,
     component_table,
     failure_block,
     failure_lines,
@@ -119,6 +120,9 @@ class LiveView:
         """The final state, printed whether or not the view was live."""
         if self.interactive:
             self.console.print(component_table(snap))
+            batches = batch_section(snap)
+            if batches is not None:
+                self.console.print(batches)
             return
         out = self._out or sys.stdout
         for line in summary_lines(snap):

@@ -539,6 +539,84 @@ function updateLogs(snap) {
   table.replaceChildren(...rows);
 }
 
+// ---- transactional batches (docs/transactional.md §6) ---------------------------------------
+// Shown only when the snapshot has a `batches` section (a transactional topology).
+const OPEN_COLUMNS = [
+  ['txid', 'Txid'], ['attempt', 'Attempt'], ['phase', 'Phase'], ['age_s', 'Age (s)'],
+  ['tuples', 'Tuples'], ['finished', 'Finished / tasks'],
+];
+const RECENT_COLUMNS = [
+  ['txid', 'Txid'], ['attempt', 'Attempt'], ['tuples', 'Tuples'],
+  ['processing_ms', 'Processing (ms)'], ['commit_ms', 'Commit (ms)'],
+  ['committed_at', 'Committed at'],
+];
+
+function batchCell(row, key) {
+  const td = el('td', { 'data-key': key });
+  let text;
+  switch (key) {
+    case 'phase': text = String(row.phase); td.className = `text phase-${row.phase}`; break;
+    case 'age_s': text = typeof row.age_s === 'number' ? row.age_s.toFixed(1) : '-'; break;
+    case 'finished': text = `${fmtInt(row.finished)} / ${fmtInt(row.tasks)}`; break;
+    case 'processing_ms': case 'commit_ms': text = fmtMs(row[key]); break;
+    case 'committed_at': text = fmtTime(row.committed_at); td.className = 'text'; break;
+    case 'attempt':
+      text = fmtInt(row.attempt);
+      if (row.attempt > 1) { td.className = 'warn'; td.title = 'a replay'; }
+      break;
+    default: text = fmtInt(row[key]);
+  }
+  td.textContent = text;
+  return td;
+}
+
+function fillBatchRows(table, columns, rows, empty) {
+  if (!table.tHead) {
+    const head = table.createTHead().insertRow();
+    for (const [key, title] of columns) {
+      head.append(el('th', { class: key === 'phase' || key === 'committed_at' ? 'text' : '' }, title));
+    }
+    table.createTBody();
+  }
+  const trs = rows.map((row) => {
+    const tr = el('tr', { 'data-txid': String(row.txid) });
+    for (const [key] of columns) tr.append(batchCell(row, key));
+    return tr;
+  });
+  if (!trs.length) {
+    const tr = el('tr');
+    tr.append(el('td', { class: 'dim', colspan: String(columns.length) }, empty));
+    trs.push(tr);
+  }
+  table.tBodies[0].replaceChildren(...trs);
+}
+
+function updateBatches(snap) {
+  const section = $('batches');
+  const b = snap.batches;
+  if (!b) { section.hidden = true; return; }
+  section.hidden = false;
+  $('batch-id').textContent = b.transactional_id;
+  $('batch-committed-txid').textContent = fmtInt(b.committed_txid);
+  $('batch-committed').textContent = fmtInt(b.committed);
+  $('batch-committed-tuples').textContent = fmtInt(b.committed_tuples);
+  const open = b.open || [];
+  $('batch-open').textContent = fmtInt(open.length);
+  const replays = $('batch-replays');
+  replays.textContent = fmtInt(b.replays);
+  replays.classList.toggle('warn', Boolean(b.replays));
+  const lat = b.batch_latency_ms || {};
+  $('batch-latency').textContent = `${fmtMs(lat.p50)} / ${fmtMs(lat.p99)} ms`;
+  const commit = b.commit_latency_ms || {};
+  $('commit-latency').textContent = `${fmtMs(commit.p50)} / ${fmtMs(commit.p99)} ms`;
+  const abort = $('batch-last-abort');
+  abort.hidden = !b.last_abort;
+  abort.textContent = b.last_abort ? `last abort: ${b.last_abort}` : '';
+  fillBatchRows($('open-attempts'), OPEN_COLUMNS, open, 'No open attempt.');
+  fillBatchRows($('recent-batches'), RECENT_COLUMNS, (b.recent || []).slice().reverse(),
+    'None committed in this run yet.');
+}
+
 // ---- the component panel --------------------------------------------------------------------
 function select(cid) {
   state.selected = state.selected === cid ? null : cid;
@@ -635,6 +713,7 @@ function render(snap, fresh = false) {
   updateDetail(snap);
   updateFailures(snap);
   updateLogs(snap);
+  updateBatches(snap);
 }
 
 function setStatus(kind, text) {
