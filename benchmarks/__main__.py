@@ -20,6 +20,7 @@ from . import (
     spark_spout,
     spout_modes,
     startup,
+    transactional,
     wordcount,
 )
 from .harness import BENCH_DIR, MODES, Context, machine, table
@@ -38,6 +39,7 @@ BENCHMARKS = {
         rdd_pipe,
         spark_spout,
         kafka,
+        transactional,
     )
 }
 

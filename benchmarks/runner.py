@@ -105,6 +105,9 @@ class Windows:
             "companion_cpu": self.companion_cpu.total() if self.companion_cpu else None,
             "component_cpu": self._component_cpu(),
             "io": self._io(),
+            "batches": {k: snap["batches"][k] for k in ("committed", "committed_tuples", "replays")}
+            if "batches" in snap
+            else None,
         }
 
     def _component_cpu(self) -> dict:
@@ -162,6 +165,7 @@ class Windows:
                     else None
                 ),
                 "host_io": {k: b["io"][k] - a["io"].get(k, 0) for k in b["io"]},
+                "batches": _batches(a, b, self.sup),
                 "latency_ms": {
                     "p50": hist.percentile(50),
                     "p99": hist.percentile(99),
@@ -184,6 +188,8 @@ class Windows:
             if now - self.ready_at >= self.warmup:
                 self.open = self._sample(snap)
                 self.sup.complete_latency = LatencyHistogram()
+                if self.sup.path.batches is not None:
+                    self.sup.path.batches.figures.commit_latency = LatencyHistogram()
             return
         done = (
             self.stop_when_acked is not None
@@ -193,6 +199,19 @@ class Windows:
             self._close(snap)
             if done or len(self.results) >= self.count:
                 self.sup.request_stop("benchmark windows done")
+
+
+def _batches(a: dict, b: dict, sup: Supervisor) -> dict | None:
+    """A transactional run's window: batches and their spout tuples committed, replays, and the
+    commit latency of the batches committed in it (the histogram is replaced, as above)."""
+    layer = sup.path.batches
+    if layer is None or a["batches"] is None:
+        return None
+    hist = layer.figures.commit_latency
+    out = {k: b["batches"][k] - a["batches"][k] for k in a["batches"]}
+    out["commit_latency_ms"] = {"p50": hist.percentile(50), "p99": hist.percentile(99)}
+    layer.figures.commit_latency = LatencyHistogram()
+    return out
 
 
 def main(spec_path: str, out_path: str) -> int:

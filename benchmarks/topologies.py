@@ -69,7 +69,53 @@ def sized(
     return b.build(COMPONENTS)
 
 
-BUILDERS = {"wordcount": wordcount, "sized": sized}
+def transactional_wordcount(
+    parallelism: int = 1,
+    batch_size: int = 1000,
+    pending: int = 3,
+    state_dir: str = "",
+    database: str = "",
+    config: dict | None = None,
+) -> Topology:
+    """The exactly-once word count (docs/transactional.md): a transactional spout of
+    `batch_size` sentences per batch -> split (Python, unmodified: a plain member; shuffle) ->
+    count (a batch bolt; fields on word) -> store (the SQLite committer, upsert-add)."""
+    conf = {
+        **BASE_CONFIG,
+        "topology.max.spout.pending": pending,
+        "bench.batch.size": batch_size,
+        "host.state.dir": state_dir,
+        **(config or {}),
+    }
+    b = TopologyBuilder("bench-tx-wordcount", config=conf).transactional("bench-wordcount")
+    b.spout("sentences", ["python", "tx_spout.py"], outputs=["sentence"], batch="spout")
+    b.bolt("split", ["python", "split.py"], outputs=["word"], parallelism=parallelism).shuffle(
+        "sentences"
+    )
+    b.bolt(
+        "count",
+        ["python", "tx_count.py"],
+        outputs=["word", "count"],
+        parallelism=parallelism,
+        batch="bolt",
+    ).fields("split", "word")
+    b.bolt(
+        "store",
+        ["python", "-m", "components.sqlite_committer"],
+        outputs=[],
+        batch="committer",
+        config={
+            "sqlite.committer.path": database,
+            "sqlite.committer.table": "counts",
+            "sqlite.committer.mode": "upsert-add",
+            "sqlite.committer.keys": ["word"],
+            "sqlite.committer.values": ["count"],
+        },
+    ).global_("count")
+    return b.build(COMPONENTS)
+
+
+BUILDERS = {"wordcount": wordcount, "sized": sized, "transactional": transactional_wordcount}
 
 
 def build(builder: str, params: dict) -> Topology:

@@ -229,7 +229,13 @@ def test_grandchildren_of_a_killed_task_are_killed_with_it(tmp_path, caplog, lan
             return
         pid = live_pids(sup)[task_name(sup, "split")]
         kids = psutil.Process(pid).children(recursive=True)
-        sleeps = [k for k in kids if k.name() == "sleep"]
+        sleeps = []
+        for k in kids:
+            try:
+                if k.name() == "sleep":
+                    sleeps.append(k)
+            except psutil.NoSuchProcess:
+                pass  # a child that ended since it was listed (a jq, an earlier sleep)
         if not sleeps:
             return  # not started yet
         seen["pid"], seen["sleeps"] = pid, sleeps

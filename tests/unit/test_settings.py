@@ -67,6 +67,7 @@ def test_defaults():
         "host.restart.window.secs": 60,
         "host.shutdown.grace.secs": 5,
         "host.spout.idle.max.sleep.ms": 100,
+        "host.batch.idle.max.sleep.ms": 1000,
         "host.spout.ack.batch": 100,
         "host.spout.next.depth": 32,
         "host.bolt.max.in.flight": 1000,
@@ -92,6 +93,7 @@ def test_settings_of_an_empty_config_are_the_defaults():
         restart_max=10,
         restart_window_secs=60.0,
         spout_idle_max_sleep_secs=0.1,
+        batch_idle_max_sleep_secs=1.0,
         spout_pipelining=None,
         spout_ack_batch=100,
         spout_next_depth=32,
@@ -127,7 +129,14 @@ def _another_valid_value(key: cfg.Key) -> object:
     """A value that passes the key's check and differs from its default."""
     if key.check(True) is None:  # a boolean key
         return not key.default
+    if key.check("/a/path") is None:  # a path key (host.state.dir)
+        return "/a/path"
     return 0 if key.check(0) is None else 7
+
+
+def _wrong_value(key: str) -> object:
+    """A value of the wrong type for `key`: text for numbers and booleans, a number for paths."""
+    return 7 if KEYS[key].check("/a/path") is None else "not a number or bool"
 
 
 def _changed_fields(conf: dict) -> set[str]:
@@ -153,7 +162,7 @@ def test_every_key_feeds_a_field_and_every_field_is_fed_by_a_key():
 @pytest.mark.parametrize("key", sorted(KEYS))
 def test_settings_refuse_a_wrong_type(key):
     with pytest.raises(TopologyError) as info:
-        Settings.from_config({key: "not a number or bool"}, file="f.yaml", component="b")
+        Settings.from_config({key: _wrong_value(key)}, file="f.yaml", component="b")
     assert (info.value.file, info.value.component, info.value.key) == ("f.yaml", "b", key)
 
 
@@ -294,7 +303,7 @@ def test_check_config_strictness():
 @pytest.mark.parametrize("key", sorted(KEYS))
 def test_every_known_key_rejects_a_wrong_type(key):
     with pytest.raises(TopologyError) as info:
-        check_config({key: "not a number or bool"})
+        check_config({key: _wrong_value(key)})
     assert info.value.key == key
 
 

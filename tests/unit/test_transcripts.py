@@ -35,7 +35,8 @@ from multilang.messages import (
 REPO = Path(__file__).resolve().parents[2]
 TRANSCRIPTS = REPO / "tests" / "transcripts"
 COMPONENTS = REPO / "tests" / "integration" / "components" / "python"
-FILES = sorted(TRANSCRIPTS.glob("*.txt"))
+# batch-*.txt: our client's batch/1 exchanges, checked by tests/unit/test_batch_client.py
+FILES = sorted(p for p in TRANSCRIPTS.glob("*.txt") if not p.name.startswith("batch-"))
 
 # Emits that the recorded component made in its initialize, before any command (storm.py's
 # tester_spout): our scripted spout makes them there too.

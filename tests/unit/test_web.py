@@ -18,6 +18,7 @@ import pytest
 from host.observe.snapshot import Snapshot
 from host.observe.web.server import DEFAULT_PORT, HOST, WebUI
 from host.topology import TopologyBuilder
+from tests.support.batch_snapshot import batches
 from tests.support.typed_dict_check import typed_dict_problems
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -198,6 +199,35 @@ def test_snapshot_endpoint_serves_the_latest_published(ui):
     assert ui.snapshot_bytes() is ui.snapshot_bytes()  # encoded once per snapshot
     ui.publish(snap(20))
     assert json.loads(get(ui, "/api/snapshot")[2])["topology"]["spout_tuples_acked"] == 20
+
+
+def test_snapshot_of_a_transactional_topology_serves_its_batches(ui):
+    """The `batches` section (docs/transactional.md §6) reaches the page as it was published, and
+    the page has the place that draws it (tests/e2e/test_web_ui.py checks the drawing)."""
+    data = snap(10)
+    data["batches"] = batches()
+    assert typed_dict_problems(data, Snapshot, extra_keys=False) == []
+    ui.publish(data)
+    status, _, body = get(ui, "/api/snapshot")
+    assert status == 200
+    served = json.loads(body)
+    assert served["batches"] == data["batches"]
+    assert typed_dict_problems(served, Snapshot, extra_keys=False) == []
+    assert served["batches"]["open"][0] == {
+        "txid": 42,
+        "attempt": 2,
+        "phase": "committing",
+        "age_s": 1.75,
+        "tuples": 300,
+        "finished": 5,
+        "tasks": 6,
+    }
+    page = get(ui, "/")[2]
+    for element in (b'id="batches"', b'id="open-attempts"', b'id="recent-batches"'):
+        assert element in page, element
+    assert b"snap.batches" in get(ui, "/app.js")[2]
+    ui.publish(snap(11))  # not transactional: no section
+    assert "batches" not in json.loads(get(ui, "/api/snapshot")[2])
 
 
 def test_snapshot_with_nan_is_still_valid_json(ui):
