@@ -6,8 +6,12 @@ Why not `python -m host local --stats-json`: the stats file covers the whole run
 drain included) and has no p99.9. Here the Supervisor runs exactly as under the CLI (minus the
 live view), and its report callback opens measured windows once every task is up and a warm-up
 has passed: per window, the counters' deltas, this process's CPU (the host's), its children's CPU
-(the components', jq co-processes included) and the complete latency of the roots acked in it
-(the latency histogram is replaced at each window boundary).
+(the components', jq co-processes included), the host's syscalls and context switches, its RSS at
+the end, and the complete latency of the roots acked in it (the latency histogram is replaced at
+each window boundary). The host's own figures leave out the runner's sampling at the window
+boundaries; the snapshots the runner asks for between them (one per `report_every`, which read
+/proc for every task) are in, and are also given on their own as `report` (see ReportMeter), so
+that a benchmark with hundreds of tasks can tell them from the data path.
 
 SPEC: {"builder", "params" (see benchmarks.topologies), "warmup", "windows", "window",
 "max_secs", "stop_when_acked" (optional), "companion" (optional argv of a process whose CPU is
@@ -26,6 +30,7 @@ import time
 import psutil
 
 from host.observe.metrics import LatencyHistogram
+from host.observe.snapshot import Snapshot
 from host.runtime.supervisor import Supervisor
 
 from .topologies import build
@@ -74,17 +79,73 @@ class GcClock:
 GC = GcClock()
 
 
+_ME = psutil.Process()  # this process: the host
+
+
+def _host_counters() -> dict:
+    """The host process's cumulative CPU seconds, syscalls and context switches. CPU from
+    process_time (nanoseconds): /proc's figure is in 10 ms ticks, coarser than a snapshot."""
+    me = _ME
+    out: dict = {"cpu": time.process_time()}
+    try:
+        io = me.io_counters()
+        out.update(
+            reads=io.read_count,
+            writes=io.write_count,
+            read_bytes=io.read_chars,
+            write_bytes=io.write_chars,
+        )
+    except (AttributeError, psutil.Error):  # not on every platform
+        pass
+    switches = me.num_ctx_switches()
+    out["voluntary_switches"] = switches.voluntary
+    out["involuntary_switches"] = switches.involuntary
+    try:  # Linux: seconds runnable but waiting for a core (the run queue), from schedstat
+        with open("/proc/self/schedstat", encoding="ascii") as fh:
+            out["run_delay_s"] = int(fh.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        pass
+    return out
+
+
+class ReportMeter:
+    """What the stats snapshots the runner asks for cost the host (CPU seconds and syscalls):
+    each reads /proc twice per task, so with hundreds of tasks they are a visible share of the
+    host's CPU and of its reads. Wraps `Supervisor.snapshot`."""
+
+    def __init__(self, sup: Supervisor) -> None:
+        self.totals: dict[str, float] = {}
+        self.count = 0
+        self._snapshot = sup.snapshot
+        sup.snapshot = self.snapshot  # type: ignore[method-assign]
+
+    def snapshot(self) -> Snapshot:
+        before = _host_counters()
+        snap = self._snapshot()
+        after = _host_counters()
+        for k, v in after.items():
+            self.totals[k] = self.totals.get(k, 0) + v - before[k]
+        self.count += 1
+        return snap
+
+
 class Windows:
     """The report callback: waits for every task to run, then the warm-up, then measures."""
 
-    def __init__(self, sup: Supervisor, spec: dict, companion: psutil.Process | None):
+    def __init__(
+        self,
+        sup: Supervisor,
+        spec: dict,
+        companion: psutil.Process | None,
+        reports: ReportMeter | None = None,
+    ):
         self.sup = sup
+        self.reports = reports
         self.warmup = float(spec.get("warmup", 1.0))
         self.count = int(spec.get("windows", 1))
         self.length = float(spec.get("window", 3.0))
         self.stop_when_acked = spec.get("stop_when_acked")
         me = psutil.Process()
-        self.host_cpu = CpuMeter(me, children=False)
         self.child_cpu = CpuMeter(me, children=True)
         self.companion_cpu = CpuMeter(companion, children=False) if companion else None
         self.started = time.monotonic()
@@ -93,22 +154,36 @@ class Windows:
         self.results: list[dict] = []
 
     def _sample(self, snap: dict) -> dict:
-        return {
+        """The host's own CPU and I/O are read first and last: a window runs from the last
+        reading at its opening to the first at its closing, without the sampling in between
+        (which walks every task's process)."""
+        first = self._host()
+        sample = {
             "t": time.monotonic(),
+            "host_first": first,
             "acked": snap["topology"]["spout_tuples_acked"],
             "failed": snap["topology"]["spout_tuples_failed"],
             "components": {
                 cid: {k: c[k] for k in COUNTERS} for cid, c in snap["components"].items()
             },
-            "host_cpu": self.host_cpu.total(),
             "children_cpu": self.child_cpu.total(),
             "companion_cpu": self.companion_cpu.total() if self.companion_cpu else None,
             "component_cpu": self._component_cpu(),
-            "io": self._io(),
             "batches": {k: snap["batches"][k] for k in ("committed", "committed_tuples", "replays")}
             if "batches" in snap
             else None,
+            "reports": dict(self.reports.totals, count=self.reports.count)
+            if self.reports
+            else None,
         }
+        sample["host_last"] = self._host()
+        return sample
+
+    def _host(self) -> dict:
+        out = _host_counters()
+        out["gc_secs"] = GC.secs
+        out["gc_collections"] = GC.collections
+        return out
 
     def _component_cpu(self) -> dict:
         """CPU seconds per component (its tasks' processes, which a restart would reset)."""
@@ -120,25 +195,6 @@ class Windows:
                 continue
             cid = name.rpartition("[")[0]
             out[cid] = out.get(cid, 0.0) + c.user + c.system
-        return out
-
-    def _io(self) -> dict:
-        """The host's syscalls (read/write counts and bytes, voluntary context switches): how
-        much each loop turn batches."""
-        me = psutil.Process()
-        try:
-            io = me.io_counters()
-            out = {
-                "reads": io.read_count,
-                "writes": io.write_count,
-                "read_bytes": io.read_chars,
-                "write_bytes": io.write_chars,
-            }
-        except (AttributeError, psutil.Error):  # not on every platform
-            out = {}
-        out["voluntary_switches"] = me.num_ctx_switches().voluntary
-        out["gc_secs"] = GC.secs
-        out["gc_collections"] = GC.collections
         return out
 
     def _close(self, snap: dict) -> None:
@@ -153,7 +209,7 @@ class Windows:
                     cid: {k: b["components"][cid][k] - a["components"][cid][k] for k in COUNTERS}
                     for cid in b["components"]
                 },
-                "host_cpu_s": b["host_cpu"] - a["host_cpu"],
+                "host_cpu_s": b["host_first"]["cpu"] - a["host_last"]["cpu"],
                 "children_cpu_s": b["children_cpu"] - a["children_cpu"],
                 "component_cpu_s": {
                     cid: cpu - a["component_cpu"].get(cid, 0.0)
@@ -164,7 +220,15 @@ class Windows:
                     if b["companion_cpu"] is not None
                     else None
                 ),
-                "host_io": {k: b["io"][k] - a["io"].get(k, 0) for k in b["io"]},
+                "host_io": {
+                    k: b["host_first"][k] - a["host_last"].get(k, 0)
+                    for k in b["host_first"]
+                    if k != "cpu"
+                },
+                "host_rss_bytes": _ME.memory_info().rss,
+                "report": {k: v - a["reports"].get(k, 0) for k, v in b["reports"].items()}
+                if b["reports"] is not None
+                else None,
                 "batches": _batches(a, b, self.sup),
                 "latency_ms": {
                     "p50": hist.percentile(50),
@@ -224,7 +288,8 @@ def main(spec_path: str, out_path: str) -> int:
     try:
         sup = Supervisor(topology)
         sup.report_every = 0.2  # the CLI's is 0.5; each report costs the host a snapshot
-        windows = Windows(sup, spec, psutil.Process(companion.pid) if companion else None)
+        reports = ReportMeter(sup)
+        windows = Windows(sup, spec, psutil.Process(companion.pid) if companion else None, reports)
         sup.on_report = windows
         profiler = None
         if spec.get("profile"):

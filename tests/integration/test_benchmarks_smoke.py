@@ -96,3 +96,36 @@ def test_split_script_as_a_line_filter():
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["the", "cow", "jumped", "*", "over"]
+
+
+def test_scaling_tasks_smoke_run(tmp_path):
+    """scaling-tasks in smoke mode runs its tiny points only (1 and 2 tasks per bolt, both
+    splits) and gives each point its ratio to the same round's 2-task point."""
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks",
+            "scaling-tasks",
+            "--smoke",
+            "--results-dir",
+            str(tmp_path),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "== scaling-tasks" in out.stdout
+
+    result = json.loads((tmp_path / "scaling-tasks.json").read_text())
+    _check_common(result, "scaling-tasks")
+    assert {v["params"]["parallelism"] for v in result["variants"].values()} == {1, 2}
+    assert {v["params"]["split"] for v in result["variants"].values()} == {"python", "bash"}
+    for variant, entry in result["variants"].items():
+        assert entry["sentences_per_s"]["median"] > 0, variant
+        assert entry["host_rss_mb"]["median"] > 0, variant
+        assert entry["tuples_per_write"] is not None, variant
+        if entry["params"]["parallelism"] == 2:
+            assert entry["ratio_to_2"]["median"] == 1.0, variant
