@@ -395,3 +395,14 @@ def run_topology(
             f"{': ' + why if why else ''}\n    {tail}"
         )
     return result
+
+
+def median_bars(result: Result, labels: list[str], metric: str) -> tuple[list, list]:
+    """A metric's medians over variants, and their min-max as matplotlib's error bars."""
+    med, lo, hi = [], [], []
+    for label in labels:
+        s = result.variants[label].get(metric) or {"median": 0, "min": 0, "max": 0}
+        med.append(s["median"])
+        lo.append(s["median"] - s["min"])
+        hi.append(s["max"] - s["median"])
+    return med, [lo, hi]

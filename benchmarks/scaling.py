@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .harness import Context, Result, round_robin, run_topology
+from .harness import Context, Result, median_bars, round_robin, run_topology
 from .wordcount import window_metrics
 
 NAME = "scaling"
@@ -99,16 +99,6 @@ def run(ctx: Context) -> Result:
     return result
 
 
-def _series(result: Result, labels: list[str], metric: str):
-    med, lo, hi = [], [], []
-    for label in labels:
-        s = result.variants[label].get(metric) or {"median": 0, "min": 0, "max": 0}
-        med.append(s["median"])
-        lo.append(s["median"] - s["min"])
-        hi.append(s["max"] - s["median"])
-    return med, [lo, hi]
-
-
 def _plot(result: Result, path: Path) -> Path | None:
     try:
         import matplotlib
@@ -118,9 +108,9 @@ def _plot(result: Result, path: Path) -> Path | None:
     import matplotlib.pyplot as plt
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
-    med, err = _series(result, [_label_p(p) for p in PARALLELISM], "acked_per_s")
+    med, err = median_bars(result, [_label_p(p) for p in PARALLELISM], "acked_per_s")
     left.errorbar(PARALLELISM, med, yerr=err, marker="o", capsize=4)
-    cpu, _ = _series(result, [_label_p(p) for p in PARALLELISM], "host_cpu_pct")
+    cpu, _ = median_bars(result, [_label_p(p) for p in PARALLELISM], "host_cpu_pct")
     left.set_xscale("log", base=2)
     left.set_xticks(PARALLELISM, [str(p) for p in PARALLELISM])
     left.set_xlabel("tasks per bolt (split and count)")
@@ -131,9 +121,9 @@ def _plot(result: Result, path: Path) -> Path | None:
     twin.plot(PARALLELISM, cpu, color="tab:red", linestyle="--", marker="x", label="host CPU %")
     twin.set_ylabel("host CPU % (dashed)")
     twin.set_ylim(0, max(110, max(cpu) * 1.1))
-    med, err = _series(result, [_label_size(s) for s in SIZES], "acked_per_s")
+    med, err = median_bars(result, [_label_size(s) for s in SIZES], "acked_per_s")
     right.errorbar(SIZES, med, yerr=err, marker="o", capsize=4)
-    mb, _ = _series(result, [_label_size(s) for s in SIZES], "mb_per_s")
+    mb, _ = median_bars(result, [_label_size(s) for s in SIZES], "mb_per_s")
     right.set_xscale("log")
     right.set_xticks(SIZES, ["10 B", "1 KB", "10 KB"])
     right.set_xlabel("tuple size")

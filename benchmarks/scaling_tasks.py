@@ -27,7 +27,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from .harness import Context, Result, round_robin, run_topology
+from .harness import Context, Result, median_bars, round_robin, run_topology
 from .wordcount import window_metrics
 
 NAME = "scaling-tasks"
@@ -209,16 +209,6 @@ def run(ctx: Context) -> Result:
     return result
 
 
-def _series(result: Result, labels: list[str], metric: str):
-    med, lo, hi = [], [], []
-    for label in labels:
-        s = result.variants[label].get(metric) or {"median": 0, "min": 0, "max": 0}
-        med.append(s["median"])
-        lo.append(s["median"] - s["min"])
-        hi.append(s["max"] - s["median"])
-    return med, [lo, hi]
-
-
 def _plot(result: Result, series: dict[str, tuple[int, ...]], path: Path) -> Path | None:
     try:
         import matplotlib
@@ -231,9 +221,9 @@ def _plot(result: Result, series: dict[str, tuple[int, ...]], path: Path) -> Pat
     ticks = sorted({n for tasks in series.values() for n in tasks})
     for split, tasks in series.items():
         labels = [_label(split, n) for n in tasks]
-        med, err = _series(result, labels, "sentences_per_s")
+        med, err = median_bars(result, labels, "sentences_per_s")
         left.errorbar(tasks, med, yerr=err, marker="o", capsize=4, label=f"{split} split")
-        cost, err = _series(result, labels, "host_us_per_tuple")
+        cost, err = median_bars(result, labels, "host_us_per_tuple")
         right.errorbar(tasks, cost, yerr=err, marker="o", capsize=4, label=f"{split} split")
     for ax in (left, right):
         ax.set_xscale("log")
