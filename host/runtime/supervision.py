@@ -396,8 +396,11 @@ class Supervision:
             )
 
     # -- faults ----------------------------------------------------------------------------------
-    def fault(self, task: Task, reason: str, raw: bytes | str | None = None) -> None:
-        """Report a broken task, fail what it held, and restart it after a back-off."""
+    def fault(
+        self, task: Task, reason: str, raw: bytes | str | None = None, restart: bool = True
+    ) -> None:
+        """Report a broken task, fail what it held, and restart it after a back-off (or, not
+        `restart`, give up on it and fail the run)."""
         link, child = task.link, task.child
         if child is not None:
             self.drain_stderr(task)  # its last words belong in the report
@@ -443,34 +446,15 @@ class Supervision:
             detail += f"\n    {failed} in-flight spout tuple(s) failed for replay"
         log.error("%s", detail)
         self._lost(link)
-        self._after_fault(task)
+        if restart:
+            self._after_fault(task)
+        else:
+            self._give_up(task, f"{link.name}: {reason}")
 
     def refuse(self, task: Task, reason: str) -> None:
-        """A task that can never work in this topology: reported, and the run fails at once
-        (no restart would change its library)."""
-        child = task.child
-        link = task.link
-        if child is not None:
-            self._end_process(task, child)
-            self._remove_pid_file(child.pid)
-        link.detach()
-        self.path.dirty.discard(link)
-        self.loop.deadlines.cancel(("handshake", link.task))
-        link.stats.error(reason)
-        self.observe.failure(
-            component=link.cid,
-            task=link.task,
-            pid=link.log.pid,
-            reason=reason,
-            exit_status=None,
-            stderr=list(link.log.tail),
-            last_sent=link.last_sent,
-            last_received=link.last_received,
-        )
-        task.lifecycle.to(State.FATAL)
-        self.failure = f"{link.name}: {reason}"
-        log.error("%s", self.failure)
-        self.on_failure(self.failure)
+        """A task that can never work in this topology (its library lacks what the topology
+        needs): reported as a fault, and the run fails at once, as no restart would help."""
+        self.fault(task, reason, restart=False)
 
     def _after_fault(self, task: Task) -> None:
         if self.stopping:
@@ -478,19 +462,23 @@ class Supervision:
             return
         backoff = task.policy.after_failure(self.loop.now)
         if backoff is None:
-            task.lifecycle.to(State.FATAL)
-            self.failure = (
+            self._give_up(
+                task,
                 f"{task.name} failed {task.policy.recent_failures} times within "
-                f"{task.policy.window:g}s; giving up"
+                f"{task.policy.window:g}s; giving up",
             )
-            log.error("%s", self.failure)
-            self.on_failure(self.failure)
             return
         task.lifecycle.to(State.BACKOFF)
         task.backoff = backoff
         self.loop.deadlines.at(
             ("restart", task.link.task), self.loop.now + backoff, lambda: self._restart(task)
         )
+
+    def _give_up(self, task: Task, why: str) -> None:
+        task.lifecycle.to(State.FATAL)
+        self.failure = why
+        log.error("%s", why)
+        self.on_failure(why)
 
     def _restart(self, task: Task) -> None:
         if self.stopping or task.state is not State.BACKOFF:
