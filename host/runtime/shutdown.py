@@ -10,7 +10,8 @@ import signal
 
 from host.runtime.lifecycle import State
 from host.runtime.reaping import POLL_SECS
-from host.runtime.supervision import READ_CHUNK, Supervision, Task
+from host.runtime.supervision import READ_CHUNK, Supervision
+from host.runtime.task import Task
 
 
 class Shutdown:

@@ -13,8 +13,8 @@ from host.runtime.bolt_link import BoltLink
 from host.runtime.spout_link import SpoutLink
 
 if TYPE_CHECKING:
-    from host.runtime.supervision import Task
     from host.runtime.supervisor import Supervisor
+    from host.runtime.task import Task
 
 CAPACITY_WINDOW_SECS = 0.2  # shorter windows than this keep the previous capacity figure
 

@@ -38,7 +38,8 @@ from host.runtime.process import Launcher
 from host.runtime.router import Router
 from host.runtime.shutdown import Shutdown
 from host.runtime.spout_link import SpoutLink
-from host.runtime.supervision import Supervision, Task
+from host.runtime.supervision import Supervision
+from host.runtime.task import Task
 from host.runtime.task_log import TaskLog
 from host.runtime.watchdog import ENV as WATCHDOG_ENV
 from host.runtime.watchdog import Watchdog

@@ -31,13 +31,12 @@ from host.topology.model import (
     PARTIAL_KEY,
     SHUFFLE,
     SPOUT,
-    TRANSACTIONAL_ID,
     Component,
     Grouping,
     Input,
     Topology,
 )
-from host.topology.transactional_check import check_batch
+from host.topology.transactional_check import check_batch, with_transactional_id
 from host.topology.validation import (
     check_env,
     check_id,
@@ -305,30 +304,6 @@ class TopologyBuilder:
         if self._transactional_id is not None:
             config = with_transactional_id(config, self._transactional_id, file=source)
         return build_topology(self.name, config, self._components, base_dir, source=source)
-
-
-def with_transactional_id(config: object, transactional_id: object, *, file: str | None) -> object:
-    """`config` with `topology.transactional.id` set from a native file's `transactional:` or
-    the builder's `transactional(id)`. A config that already gives another id is an error; a
-    config that is not a mapping is returned as it is, for `check_config` to report."""
-    if not isinstance(transactional_id, str) or not transactional_id:
-        raise TopologyError(
-            f"the transactional id must be a non-empty string, got {transactional_id!r} "
-            f"(quote it in YAML)",
-            file=file,
-            key="transactional.id",
-        )
-    if not isinstance(config, dict):
-        return config
-    given = config.get(TRANSACTIONAL_ID)
-    if given is not None and given != transactional_id:
-        raise TopologyError(
-            f"the config gives another transactional id ({given!r}) than 'transactional: "
-            f"{{id: {transactional_id}}}': give it once, with 'transactional:'",
-            file=file,
-            key=TRANSACTIONAL_ID,
-        )
-    return {**config, TRANSACTIONAL_ID: transactional_id}
 
 
 def build_topology(

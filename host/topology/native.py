@@ -22,13 +22,9 @@ from __future__ import annotations
 import os
 
 from host.errors import TopologyError
-from host.topology.builder import (
-    RawComponent,
-    RawInput,
-    build_topology,
-    with_transactional_id,
-)
+from host.topology.builder import RawComponent, RawInput, build_topology
 from host.topology.model import BOLT, FIELDS, GROUPING_TYPES, PARTIAL_KEY, SPOUT, Topology
+from host.topology.transactional_check import with_transactional_id
 from host.topology.yaml_text import reject_unknown_keys
 from multilang.messages import DEFAULT_STREAM
 

@@ -201,3 +201,27 @@ def _check_component_ids(topology: Topology, declared: str, file: str | None) ->
                 component=c.id,
                 key=TRANSACTIONAL_ID,
             )
+
+
+def with_transactional_id(config: object, transactional_id: object, *, file: str | None) -> object:
+    """`config` with `topology.transactional.id` set from a native file's `transactional:` or
+    the builder's `transactional(id)`. A config that already gives another id is an error; a
+    config that is not a mapping is returned as it is, for `check_config` to report."""
+    if not isinstance(transactional_id, str) or not transactional_id:
+        raise TopologyError(
+            f"the transactional id must be a non-empty string, got {transactional_id!r} "
+            f"(quote it in YAML)",
+            file=file,
+            key="transactional.id",
+        )
+    if not isinstance(config, dict):
+        return config
+    given = config.get(TRANSACTIONAL_ID)
+    if given is not None and given != transactional_id:
+        raise TopologyError(
+            f"the config gives another transactional id ({given!r}) than 'transactional: "
+            f"{{id: {transactional_id}}}': give it once, with 'transactional:'",
+            file=file,
+            key=TRANSACTIONAL_ID,
+        )
+    return {**config, TRANSACTIONAL_ID: transactional_id}
