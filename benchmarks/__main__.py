@@ -11,6 +11,7 @@ from pathlib import Path
 
 from . import (
     acker_memory,
+    drpc,
     idle,
     kafka,
     latency_under_load,
@@ -42,6 +43,7 @@ BENCHMARKS = {
         spark_spout,
         kafka,
         transactional,
+        drpc,
     )
 }
 

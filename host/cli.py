@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from host.drpc.command import drpc as drpc_command
 from host.errors import TopologyError
+from host.topology.drpc_info import drpc_lines
 
 if TYPE_CHECKING:  # imported where used: `python -m host validate` starts no runtime
     from host.observe.snapshot import Snapshot
@@ -103,6 +105,9 @@ def main() -> None:
     """Run Apache Storm multilang topologies (bash, Node, Python, ... components) locally."""
 
 
+main.add_command(drpc_command)  # `drpc FUNCTION ARGS`: call a DRPC function (docs/drpc.md §4)
+
+
 @main.command()
 @click.argument("topology", type=click.Path(exists=True, dir_okay=False))
 @click.option(
@@ -142,6 +147,12 @@ def main() -> None:
     help="Serve a web UI on http://127.0.0.1:PORT/ while the topology runs (PORT "
     "defaults to 8765; 0 picks a free port).",
 )
+@click.option(
+    "--drpc-bind",
+    metavar="HOST[:PORT]",
+    help="Serve a DRPC topology's functions on this address (default 127.0.0.1 and "
+    "drpc.http.port, 3774; port 0 picks a free port). See docs/drpc.md.",
+)
 @_env_filter_option
 @_state_dir_option
 def local(
@@ -154,11 +165,14 @@ def local(
     strict: bool,
     ui_port: int | None,
     state_dir: str | None,
+    drpc_bind: str | None,
 ) -> None:
     """Run TOPOLOGY (our YAML, a Flux YAML or a Python file) on this machine."""
     from host.observe.view import LiveView
     from host.runtime.supervisor import Supervisor
 
+    if drpc_bind is not None:  # wins over -c host.drpc.bind=...
+        overrides = (*overrides, f"host.drpc.bind={drpc_bind}")
     model = _load(topology, overrides, env_filter, state_dir)
     view = LiveView(quiet=quiet)
     view.setup_logging()
@@ -172,6 +186,23 @@ def local(
             ui.stop()
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_TOPOLOGY)
+    if supervisor.drpc is not None:
+        try:
+            supervisor.listen()
+        except OSError as exc:
+            if ui is not None:
+                ui.stop()
+            url = supervisor.drpc.server.url
+            click.echo(
+                f"error: cannot serve DRPC on {url}: {exc.strerror or exc} "
+                "(--drpc-bind 127.0.0.1:0 picks a free port)",
+                err=True,
+            )
+            sys.exit(EXIT_RUNTIME)
+        click.echo(
+            f"DRPC server listening on {supervisor.drpc.server.url} "
+            f"(functions: {', '.join(model.drpc_functions)})"
+        )
     supervisor.on_report = view.update if ui is None else _report_to(view, ui)
     if ui is not None:
         ui.publish(supervisor.snapshot())
@@ -244,9 +275,12 @@ def validate(
     )
     # the directory each component starts in: the rule differs by format (docs/flux.md §3.1)
     for c in model.components:
-        click.echo(f"  {c.kind} {c.id}: {c.parallelism} task(s), runs in {c.cwd}")
+        runs = "runs inside the host" if c.in_host is not None else f"runs in {c.cwd}"
+        click.echo(f"  {c.kind} {c.id}: {c.parallelism} task(s), {runs}")
     if model.transactional_id is not None:
         _echo_transactional(model)
+    for line in drpc_lines(model):
+        click.echo(f"  {line}")
 
 
 def _echo_transactional(model: Topology) -> None:

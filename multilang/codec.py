@@ -127,7 +127,7 @@ def _escape(c: str) -> str:
 # ---- JSON ---------------------------------------------------------------------------------------
 
 
-def loads(payload: bytes) -> Any:
+def loads(payload: bytes | str) -> Any:
     """Parse one JSON value. Falls back to the stdlib for what ujson refuses but Storm accepts
     (integers beyond 64 bits, NaN)."""
     if _ujson is not None:

@@ -3,37 +3,34 @@ and counts the tuples of every attempt as the data path delivers them, sends `fi
 tracker says a task has all of an attempt, commits in txid order, and aborts and replays on
 failures, timeouts and deaths.
 
-The runtime reaches it through a few calls: bolt links of the batch group route their emits
-through `bolt_emit`; an ack or fail of a tuple whose in-flight entry carries a `BatchTag` (in
-place of the acker's roots) comes to `acked` / `failed`; the batch spout's link hands over its
-emits and answers; the supervision reports a task's death (`task_lost`) and a task that became
-ready (`task_ready`); housekeeping calls `expire`.
+The tagging, counting, `finish` and aborting are the finish-batch layer's
+(host/batch/finish_layer.py), which linear DRPC shares; this adds the batch spout's commands, the
+coordinator and the store. The batch spout's link hands its emits and answers to it.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from host.batch import wire
 from host.batch.coordinator import Coordinator
 from host.batch.figures import BatchFigures
+from host.batch.finish_layer import FinishLayer
 from host.batch.spout_link import BatchSpoutLink, SpoutCommand
 from host.batch.store import BatchStore
-from host.batch.tracker import SPOUT, Attempt, Group, Member, Phase, Tracker
+from host.batch.tracker import Attempt, Group, Member, Phase
 from host.batch.wire import COMMIT, EMIT, INIT, BatchTag
 from host.observe.snapshot import BatchStats
-from host.runtime.acker import new_id
 from host.runtime.link import Fault, Link, emit_text
 from host.topology.batch_group import batch_group, feeds, role
 from host.topology.model import Topology
-from multilang.codec import EncodeError, dumps
+from multilang.codec import dumps
 from multilang.messages import Emit
 
 if TYPE_CHECKING:
-    from host.runtime.bolt_link import BoltLink
     from host.runtime.data_path import DataPath
 
 log = logging.getLogger("host")
@@ -47,7 +44,7 @@ def group_of(topology: Topology, tasks_of: Callable[[str], tuple[int, ...]]) -> 
     )
 
 
-class BatchLayer:
+class BatchLayer(FinishLayer):
     def __init__(
         self,
         topology: Topology,
@@ -60,10 +57,8 @@ class BatchLayer:
         idle_max_sleep: float,
     ) -> None:
         self.topology = topology
-        self.path = path
         self.transactional_id = str(topology.config["topology.transactional.id"])
-        self.group = group_of(topology, tasks_of)
-        self.tracker = Tracker(self.group)
+        super().__init__(path, group_of(topology, tasks_of))
         self.store = BatchStore(store_root)
         spout = self.group.spout
         self.store.check_parallelism(spout.cid, len(spout.tasks))
@@ -76,16 +71,10 @@ class BatchLayer:
             assert isinstance(link, BatchSpoutLink)
             link.layer, link.index = self, index
             self.spout_links.append(link)
-        self.aware: set[int] = set(self.group.aware_tasks)
-        for m in self.group.members.values():
-            if m.role != SPOUT:
-                for task in m.tasks:
-                    path.links[task].route = self.bolt_emit  # type: ignore[attr-defined]
         # batch_init: outstanding, and when the coordinator task may be asked again
         self.init_out = False
         self.init_at = 0.0
         self.init_sleep = 0.0
-        self.unsent: dict[int, list[tuple[Attempt, bool]]] = {}  # finishes for tasks not running
         self.figures = BatchFigures()  # for the stats (docs/transactional.md §6)
 
     # -- the handshake ---------------------------------------------------------------------------
@@ -105,6 +94,13 @@ class BatchLayer:
     @property
     def open(self) -> dict[int, Attempt]:
         return self.coordinator.open
+
+    def open_attempts(self) -> Iterable[Attempt]:
+        return self.coordinator.open.values()
+
+    def progressed(self, a: Attempt) -> None:
+        self._maybe_commit_spouts(a)
+        self.advance()
 
     def init_wanted_at(self) -> float | None:
         """When the coordinator task, idle and not ready last time, is to be asked again (a
@@ -170,7 +166,7 @@ class BatchLayer:
     def _start_commit(self, a: Attempt) -> None:
         a.phase_at = a.commit_at = self.path.now
         self.tracker.start_commit(a)
-        self._send_finishes()
+        self.send_finishes()
         self._maybe_commit_spouts(a)
 
     def _maybe_commit_spouts(self, a: Attempt) -> None:
@@ -212,7 +208,7 @@ class BatchLayer:
             )
         link.stats.emitted += 1
         command.attempt.spout_tuples += 1
-        self._route(link, m, command.attempt)
+        self.route(link, m, command.attempt)
 
     def spout_synced(self, link: BatchSpoutLink, command: SpoutCommand) -> None:
         a: Attempt | None = command.attempt
@@ -229,7 +225,7 @@ class BatchLayer:
                 self.store.put_task_meta(link.index, a.txid, command.meta.get("meta"))
             a.owed.pop(link.task, None)
             self.tracker.spout_emitted(a, link.task)
-            self._send_finishes()
+            self.send_finishes()
             if a.phase is not Phase.PROCESSING:
                 self.advance()
         else:  # COMMIT
@@ -267,123 +263,6 @@ class BatchLayer:
         self.init_sleep = min(self.idle_max_sleep, max(0.001, self.init_sleep * 2))
         self.init_at = self.path.now + self.init_sleep
 
-    # -- tuples of the batch group ---------------------------------------------------------------
-    def bolt_emit(self, link: BoltLink, m: Emit) -> None:
-        """An emit by a bolt of the batch group: its attempt is its anchors' (§4.2)."""
-        tag: BatchTag | None = None
-        for anchor in m.anchors:
-            held = link.in_flight_entry(anchor, m)[0]
-            if type(held) is BatchTag:
-                if tag is not None and held.attempt is not tag.attempt:
-                    raise Fault(
-                        "an emit anchored to tuples of two attempts "
-                        f"({tag.attempt.txid}.{tag.attempt.number} and "
-                        f"{held.attempt.txid}.{held.attempt.number})",
-                        emit_text(m),
-                        m,
-                    )
-                tag = held
-        if tag is not None:
-            self._route(link, m, tag.attempt)
-            return
-        held_attempts = [a for a in self.coordinator.open.values() if self._holds(a, link.task)]
-        if len(held_attempts) != 1:
-            raise Fault(
-                "an unanchored emit in the batch group while "
-                + (
-                    "no attempt is open at this task"
-                    if not held_attempts
-                    else f"{len(held_attempts)} attempts are open at this task"
-                )
-                + ": anchor it to a tuple of its batch (docs/transactional.md §4.2)",
-                emit_text(m),
-                m,
-            )
-        self._route(link, m, held_attempts[0])
-
-    @staticmethod
-    def _holds(a: Attempt, task: int) -> bool:
-        return task in a.owed or a.delivered.get(task, 0) > a.acked.get(task, 0)
-
-    def _route(self, link: Link, m: Emit, a: Attempt) -> None:
-        path = self.path
-        targets = path.targets(link, m)
-        if targets and not a.dead:
-            links = path.links
-            tracker = self.tracker
-            tag = a.tag
-            tx = wire.tx_json(a)
-            values = b""
-            ser = None
-            for target in targets:
-                b: BoltLink = links[target]  # type: ignore[assignment]
-                if b.ser is not ser:
-                    ser = b.ser
-                    try:
-                        values = ser.values(m.values)
-                    except EncodeError as exc:
-                        raise Fault(
-                            f"emitted values that cannot be written to {b.cid}: {exc}",
-                            emit_text(m),
-                            m,
-                        ) from None
-                prefix = ser.tuple_prefix(link.cid, m.stream, link.task)
-                tid = new_id()
-                if target in self.aware:
-                    data = wire.tx_tuple(prefix, values, tid, tx)
-                else:
-                    data = ser.tuple_frame(prefix, values, tid)
-                tracker.delivered(a, target)
-                b.offer(tid, tag, data)
-            link.stats.transferred += len(targets)
-        if m.task is None and m.need_task_ids:
-            link.write(link.ser.task_ids(targets))
-        if path.on_emit is not None:
-            path.on_emit(link.cid, link.task, m)
-
-    def acked(self, link: BoltLink, tag: BatchTag) -> None:
-        a = tag.attempt
-        if a.dead:
-            return
-        if tag.finish:
-            self.tracker.finish_acked(a, link.task)
-        else:
-            self.tracker.acked(a, link.task)
-        if self.tracker.finishes:
-            self._send_finishes()
-        if a.phase is not Phase.PROCESSING:
-            self._maybe_commit_spouts(a)
-            self.advance()
-
-    def failed(self, link: BoltLink, tag: BatchTag) -> None:
-        what = "its finish" if tag.finish else "a tuple"
-        self.fail(tag.attempt, f"{link.name} failed {what}")
-
-    # -- finish ----------------------------------------------------------------------------------
-    def _send_finishes(self) -> None:
-        due, self.tracker.finishes = self.tracker.finishes, []
-        for a, task, commit in due:
-            link: BoltLink = self.path.links[task]  # type: ignore[assignment]
-            if link.running:
-                self._write_finish(link, a, commit)
-            else:
-                self.unsent.setdefault(task, []).append((a, commit))
-
-    def _write_finish(self, link: BoltLink, a: Attempt, commit: bool) -> None:
-        tid = new_id()
-        link.in_flight[tid] = [BatchTag(a, finish=True), 0, self.path.now]  # outside the bound
-        link.write(wire.finish(tid, a, commit))
-        if link.await_since is None:
-            link.await_since = self.path.now
-
-    def task_ready(self, link: Link) -> None:
-        """A task's process answered its handshake: the finishes it was owed meanwhile go."""
-        waiting = self.unsent.pop(link.task, None)
-        if waiting:
-            for a, commit in waiting:
-                if not a.dead:
-                    self._write_finish(link, a, commit)  # type: ignore[arg-type]
-
     # -- failures --------------------------------------------------------------------------------
     def fail(self, a: Attempt, why: str) -> None:
         """Abort `a` and every later open attempt; they are opened again (docs/transactional.md
@@ -394,47 +273,19 @@ class BatchLayer:
         txids = ", ".join(f"{x.txid}.{x.number}" for x in aborted)
         self.figures.last_abort = f"{why} (attempt {a.txid}.{a.number})"
         log.warning("batch %s.%s failed: %s; aborting %s to replay", a.txid, a.number, why, txids)
-        for task in self.group.aware_tasks:
-            link = self.path.links[task]
-            if link.running:
-                for x in aborted:
-                    link.write(wire.abort(new_id(), x))
-        self._purge()
+        self.aborted(aborted)
         self.advance()
 
-    def _purge(self) -> None:
-        """Tuples and commands of aborted attempts that were not written yet are dropped."""
-        path = self.path
-        for m in self.group.members.values():
-            for task in m.tasks:
-                link = path.links[task]
-                if isinstance(link, BatchSpoutLink):
-                    link.queue = deque(
-                        c for c in link.queue if c.attempt is None or not c.attempt.dead
-                    )
-                    continue
-                bolt: BoltLink = link  # type: ignore[assignment]
-                if bolt.backlog:
-                    bolt.backlog = deque(
-                        e
-                        for e in bolt.backlog
-                        if type(e[1]) is not BatchTag or not e[1].attempt.dead
-                    )
-                    if bolt.full and len(bolt.backlog) < bolt.max_queued // 2 + 1:
-                        bolt.full = False
-                        path.on_backpressure(bolt, False)
-                waiting = self.unsent.get(task)
-                if waiting:
-                    self.unsent[task] = [(a, c) for a, c in waiting if not a.dead]
+    def purge(self) -> None:
+        """Also the spout tasks' queued commands of dead attempts."""
+        super().purge()
+        for link in self.spout_links:
+            link.queue = deque(c for c in link.queue if c.attempt is None or not c.attempt.dead)
 
     def task_lost(self, link: Link) -> None:
-        """A task of the group died: the attempts it held part of fail (§2, rule 4)."""
-        task = link.task
         if isinstance(link, BatchSpoutLink) and link.index == 0:
             self.init_out = False  # its batch_init died with it: asked again once it is back
-        for a in list(self.coordinator.open.values()):
-            if not a.dead and self.tracker.held_by(a, task):
-                self.fail(a, f"{link.name} died holding part of it")
+        super().task_lost(link)
 
     def expire(self) -> None:
         """Housekeeping: an attempt whose phase outlived topology.message.timeout.secs fails."""

@@ -14,7 +14,13 @@ from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.text import Text
 
-from host.observe.snapshot import BatchStats, ComponentSnapshot, FailureReport, Snapshot
+from host.observe.snapshot import (
+    BatchStats,
+    ComponentSnapshot,
+    DrpcStats,
+    FailureReport,
+    Snapshot,
+)
 
 HISTORY_SECS = 60  # the sparkline: one point per second over the last minute
 LOG_LINES = 6  # component log lines under the table
@@ -358,6 +364,16 @@ def batch_line(batches: BatchStats) -> str:
     return line
 
 
+def drpc_line(drpc: DrpcStats) -> str:
+    """The DRPC server in one line of plain text (docs/drpc.md §6)."""
+    lat = drpc["latency_ms"]
+    return (
+        f"drpc {drpc['url']} ({', '.join(drpc['functions'])}): answered={drpc['answered']}"
+        f" failed={drpc['failed']} timed_out={drpc['timed_out']} rejected={drpc['rejected']}"
+        f" pending={drpc['pending']} latency_ms p50={_ms(lat['p50'])} p99={_ms(lat['p99'])}"
+    )
+
+
 def log_lines(snap: Snapshot, count: int = LOG_LINES) -> Text | None:
     """The last `count` component log lines of the snapshot, one line each, or None."""
     logs = snap["recent_logs"]
@@ -441,6 +457,8 @@ def live_renderable(
     batches = batch_section(snap)
     if batches is not None:
         parts.append(batches)
+    if "drpc" in snap:
+        parts.append(Text(drpc_line(snap["drpc"]), no_wrap=True, overflow="ellipsis"))
     metrics = metric_lines(snap)
     if metrics:
         parts.append(Text("custom metrics", style="bold dim"))
@@ -503,5 +521,7 @@ def summary_lines(snap: Snapshot) -> list[str]:
         )
     if "batches" in snap:
         lines.append(f"  {batch_line(snap['batches'])}")
+    if "drpc" in snap:
+        lines.append(f"  {drpc_line(snap['drpc'])}")
     lines += [f"  metrics of {line}" for line in metric_lines(snap)]
     return lines

@@ -183,9 +183,33 @@ class BatchStats(TypedDict):
     recent: list[CommittedBatch]  # the last 20 committed, oldest first
 
 
+class DrpcLatency(TypedDict):
+    p50: float | None
+    p99: float | None
+    max: float | None
+
+
+class DrpcStats(TypedDict):
+    """The `drpc` section: the DRPC server of the run (docs/drpc.md §6)."""
+
+    url: str  # where it listens
+    functions: list[str]
+    pending: int  # read and not answered yet
+    waiting: int  # of those, not emitted yet (held by max.spout.pending or backpressure)
+    connections: int
+    answered: int  # with a result
+    failed: int  # with an error (failed, finished without a result, shut down)
+    timed_out: int  # 504 after drpc.request.timeout.secs
+    rejected: int  # at once: an unknown function, or the table full
+    late: int  # results for no request this host knows
+    duplicate: int  # results for a request answered before
+    latency_ms: DrpcLatency  # of answered requests, from read to result
+
+
 class Snapshot(RecentActivity):
     """The whole snapshot: the `--stats-json` file."""
 
     topology: TopologyStats
     components: dict[str, ComponentSnapshot]  # by component id, in the topology's order
     batches: NotRequired[BatchStats]  # only when the topology is transactional
+    drpc: NotRequired[DrpcStats]  # only when the topology has DRPC functions

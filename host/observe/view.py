@@ -22,6 +22,7 @@ from host.observe.render import (
     Rates,
     batch_section,
     component_table,
+    drpc_line,
     failure_block,
     failure_lines,
     live_renderable,
@@ -123,6 +124,8 @@ class LiveView:
             batches = batch_section(snap)
             if batches is not None:
                 self.console.print(batches)
+            if "drpc" in snap:
+                self.console.print(drpc_line(snap["drpc"]))
             return
         out = self._out or sys.stdout
         for line in summary_lines(snap):

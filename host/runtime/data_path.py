@@ -23,7 +23,7 @@ from multilang.codec import EncodeError
 from multilang.messages import Emit
 
 if TYPE_CHECKING:
-    from host.batch.layer import BatchLayer
+    from host.batch.finish_layer import FinishLayer
     from host.runtime.bolt_link import BoltLink
     from host.runtime.spout_link import SpoutLink
 
@@ -50,8 +50,9 @@ class DataPath:
         self.unchecked: set[tuple[str, str]] = set()  # (component, stream): see `_unsubscribed`
         self.spout_acked = self.spout_failed = self.spout_timed_out = 0
         self.complete_latency = LatencyHistogram()
-        # a transactional topology's batch layer (host/batch/layer.py), else None
-        self.batches: BatchLayer | None = None
+        # the finish-batch layer (host/batch/finish_layer.py) of a transactional topology
+        # (host/batch/layer.py) or of a linear DRPC one (host/drpc/linear.py), else None
+        self.batches: FinishLayer | None = None
         # taps for tests and tracing, called when set: on_emit(component, task, Emit) for every
         # routed emit; on_outcome(component, task, message id, "acked" | "failed" | "timed_out"
         # | "lost") for every spout tuple leaving the ledger ("lost": its spout task died)

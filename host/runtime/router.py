@@ -65,7 +65,7 @@ def _constant(tasks: list[int]) -> Chooser:
     return choose
 
 
-def _key_of(indices: tuple[int, ...]) -> Callable[[list], object]:
+def key_extractor(indices: tuple[int, ...]) -> Callable[[list], object]:
     if len(indices) == 1:
         i = indices[0]
         return lambda values: values[i]
@@ -75,7 +75,7 @@ def _key_of(indices: tuple[int, ...]) -> Callable[[list], object]:
 def _fields(tasks: list[int], indices: tuple[int, ...]) -> Chooser:
     singles = [[t] for t in tasks]
     n = len(tasks)
-    key_of = _key_of(indices)
+    key_of = key_extractor(indices)
     cache: dict = {}  # str key -> chosen task list: words repeat, hashing them again need not
 
     def choose(values: list) -> list:
@@ -100,7 +100,7 @@ def _partial_key(tasks: list[int], indices: tuple[int, ...]) -> Chooser:
     n = len(tasks)
     sent = [0] * n
     singles = [[t] for t in tasks]
-    key_of = _key_of(indices)
+    key_of = key_extractor(indices)
 
     def choose(values: list) -> list:
         key = key_of(values)

@@ -65,8 +65,11 @@ def snapshot(sup: Supervisor) -> Snapshot:
         "recent_logs": activity["recent_logs"],
         "failures": activity["failures"],
     }
-    if path.batches is not None:
-        snap["batches"] = path.batches.snapshot()
+    batches = path.batches.snapshot() if path.batches is not None else None
+    if batches is not None:
+        snap["batches"] = batches
+    if sup.drpc is not None:
+        snap["drpc"] = sup.drpc.snapshot()
     return snap
 
 

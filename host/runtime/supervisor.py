@@ -22,7 +22,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from host.observe.metrics import ComponentStats, LatencyHistogram
 from host.observe.observations import Observations
@@ -47,6 +47,9 @@ from host.topology import settings as cfg
 from host.topology.model import Topology
 from multilang.messages import Emit
 from multilang.serializers import Serializer, serializer
+
+if TYPE_CHECKING:
+    from host.drpc.service import DrpcService
 
 log = logging.getLogger("host")
 
@@ -92,7 +95,11 @@ class Supervisor:
         self.shutdown = Shutdown(self.supervision)
         self.tasks: dict[int, Task] = {}
         self.spouts: list[SpoutLink] = []
-        self.by_component: dict[str, list[Task]] = {c.id: [] for c in topology.components}
+        # the tasks of each component that runs as processes (DRPC's in-host parts have none)
+        self.by_component: dict[str, list[Task]] = {
+            c.id: [] for c in topology.components if c.in_host is None
+        }
+        self.drpc: DrpcService | None = None
         # backpressure: component -> number of its downstream bolt tasks whose queue is full
         self._blocked_downstream: dict[str, int] = {c.id: 0 for c in topology.components}
         self._sources = {c.id: {i.source for i in c.inputs} for c in topology.components}
@@ -119,6 +126,8 @@ class Supervisor:
         serializers: dict[str, Serializer] = {}  # shared: they cache per route
         metrics: dict[str, dict] = {c.id: {} for c in topology.components}
         for comp in topology.components:
+            if comp.in_host is not None:
+                continue  # built with the DRPC service (`_build_drpc`)
             own = cfg.component_settings(topology, comp)
             ser = serializers.get(comp.serializer)
             if ser is None:
@@ -176,6 +185,8 @@ class Supervisor:
                 self.by_component[comp.id].append(task)
         if topology.transactional_id is not None:
             self._build_batches()
+        if topology.drpc_functions:
+            self._build_drpc()
 
     def _build_batches(self) -> None:
         """The batch layer of a transactional topology (host/batch/layer.py), and the `batch` key
@@ -200,6 +211,28 @@ class Supervisor:
             extra = layer.context(task.link.cid)
             if extra is not None:
                 task.context["batch"] = extra
+
+    def _build_drpc(self) -> None:
+        """The DRPC server, the request table and the in-host DRPC tasks (docs/drpc.md); for a
+        linear DRPC topology also its request layer, and the `batch` key of its finish-batch
+        bolts' handshake context."""
+        from host.drpc.service import DrpcService  # only DRPC runs pay
+
+        drpc = self.drpc = DrpcService(
+            self.topology,
+            self.path,
+            self.loop,
+            self.settings,
+            self.task_map.tasks_of,
+            self.observe,
+            lambda cid: bool(self._blocked_downstream[cid]),
+        )
+        if drpc.linear is not None:
+            self.path.batches = drpc.linear
+            extra = drpc.linear.context()
+            for task in self.tasks.values():
+                if task.link.component.batch is not None:
+                    task.context["batch"] = extra
 
     # -- taps and figures ------------------------------------------------------------------------
     @property
@@ -279,6 +312,7 @@ class Supervisor:
     def start(self, duration: float | None = None) -> None:
         """Launch every task. In the main thread, SIGINT and SIGTERM then request a graceful
         stop. Then call `step()` until it returns False, and `finish()` in any case."""
+        self.listen()
         pid_dir = tempfile.mkdtemp(prefix=f"multilang-{self.topology.name}-{self.run_id}-")
         os.chmod(pid_dir, 0o700)
         self.supervision.pid_dir = pid_dir
@@ -300,6 +334,12 @@ class Supervisor:
         self.loop.deadlines.at("housekeeping", now + HOUSEKEEPING_SECS, self._housekeeping)
         self.loop.deadlines.at("report", now + self.report_every, self._report)
 
+    def listen(self) -> None:
+        """Open the run's servers (DRPC's) before any process starts; OSError when an address
+        cannot be bound. `start` calls it; a caller may call it first to report the address."""
+        if self.drpc is not None:
+            self.drpc.start()
+
     def step(self, max_wait: float | None = None) -> bool:
         """One turn of the loop (see the module's docstring), waiting at most `max_wait` real
         seconds. False once the run is over."""
@@ -319,6 +359,8 @@ class Supervisor:
             for link in self.spouts:
                 if link.running:
                     link.pump()
+            if self.drpc is not None:
+                self.drpc.pump()
         self._flush_dirty()
         return True
 
@@ -340,6 +382,8 @@ class Supervisor:
         harness that gave up), then release the loop's resources."""
         try:
             self._end_now()
+            if self.drpc is not None:
+                self.drpc.close()
             if self._watchdog is not None:
                 self._watchdog.close()  # it sweeps what crashed incarnations left behind
         finally:
@@ -396,6 +440,8 @@ class Supervisor:
         self.loop.deadlines.at("drain", self.loop.now + grace, self._begin_stopping)
         for link in self.spouts:
             link.deactivate()
+        if self.drpc is not None:
+            self.drpc.drain()
 
     def _drained(self) -> bool:
         if len(self.acker) or (self.path.batches is not None and not self.path.batches.idle):
@@ -407,6 +453,8 @@ class Supervisor:
             return
         self.phase = "stopping"
         self.loop.deadlines.cancel("drain")
+        if self.drpc is not None:
+            self.drpc.stop()
         self._flush_dirty()
         for task in self.tasks.values():
             self.shutdown.begin(task)
@@ -431,6 +479,8 @@ class Supervisor:
             self.path.spout_outcomes(expired, ok=False, timed_out=True)
         if self.path.batches is not None:
             self.path.batches.expire()
+        if self.drpc is not None:
+            self.drpc.expire()
         for task in list(self.tasks.values()):
             link = task.link
             link.log.due_report(now)
@@ -455,7 +505,7 @@ class Supervisor:
         dirty, path.dirty = path.dirty, set()
         tasks = self.tasks
         for link in dirty:
-            self.supervision.flush(tasks[link.task])
+            self.supervision.flush(tasks[link.task])  # in-host links are never dirty
 
     # -- backpressure ----------------------------------------------------------------------------
     def _backpressure(self, bolt: BoltLink, full: bool) -> None:
@@ -465,7 +515,7 @@ class Supervisor:
             after = before + (1 if full else -1)
             self._blocked_downstream[source] = after
             if (before == 0) != (after == 0):
-                for task in self.by_component[source]:
+                for task in self.by_component.get(source, ()):
                     if isinstance(task.link, SpoutLink):
                         task.link.paused = after != 0
                     self.supervision.set_reading(task, after == 0)

@@ -3,19 +3,28 @@ it (docs/transactional.md §1). Read by validation (`host.topology.transactional
 and the runtime; pure functions of the frozen Topology.
 
 "Downstream" follows subscriptions on any stream: a bolt that subscribes to a member is a member.
+
+A linear DRPC topology (docs/drpc.md §3.2) is read the same way: each request is a batch opened by
+its `drpc-request`, which stands as the batch spout, so the batch group is its whole chain
+(`drpc-request`, the bolts in order, `drpc-result`), with the `finish_batch` bolts as batch bolts
+and the others, `drpc-result` among them, plain members.
 """
 
 from __future__ import annotations
 
-from host.topology.model import BATCH_SPOUT, Component, Topology
+from host.topology.model import BATCH_SPOUT, DRPC_REQUEST, Component, Topology
 
 PLAIN = "plain"  # the role of a member without `batch:` (storm.py, pystorm, any unmodified bolt)
 
 
 def batch_spout(topology: Topology) -> Component | None:
-    """The spout declared `batch: spout` (the first one, should validation not have run), or
-    None."""
-    return next((c for c in topology.spouts if c.batch == BATCH_SPOUT), None)
+    """The spout declared `batch: spout` (the first one, should validation not have run), or a
+    linear DRPC topology's `drpc-request`, or None."""
+    return next((c for c in topology.spouts if c.batch == BATCH_SPOUT or _opens_requests(c)), None)
+
+
+def _opens_requests(c: Component) -> bool:
+    return c.in_host == DRPC_REQUEST
 
 
 def feeds(topology: Topology, component_id: str) -> tuple[str, ...]:
@@ -55,8 +64,10 @@ def batch_group(topology: Topology) -> tuple[str, ...]:
 
 
 def role(component: Component) -> str:
-    """What a member of the batch group is: its `batch:` value (`spout`, `bolt`, `committer`), or
-    `plain`."""
+    """What a member of the batch group is: its `batch:` value (`spout`, `bolt`, `committer`),
+    `spout` for a linear DRPC topology's `drpc-request`, or `plain`."""
+    if _opens_requests(component):
+        return BATCH_SPOUT
     return component.batch if component.batch is not None else PLAIN
 
 

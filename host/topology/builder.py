@@ -12,23 +12,29 @@ import contextvars
 import copy
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from host.errors import TopologyError
 from host.topology.commands import check_command
 from host.topology.config_check import check_config
+from host.topology.drpc_check import FUNCTION_KEYS, check_function
 from host.topology.kafka_components import expand as expand_kafka
+from host.topology.linear_drpc import LinearDRPCDeclarer
+from host.topology.linear_drpc import expand as expand_linear
 from host.topology.model import (
     ALL,
     BOLT,
     DIRECT,
+    DRPC_SPOUT,
     FIELDS,
     GLOBAL,
     GROUPING_TYPES,
+    IN_HOST_OUTPUTS,
     LOCAL_OR_SHUFFLE,
     NONE,
     PARTIAL_KEY,
+    RETURN_RESULTS,
     SHUFFLE,
     SPOUT,
     Component,
@@ -36,6 +42,7 @@ from host.topology.model import (
     Input,
     Topology,
 )
+from host.topology.raw import RawComponent, RawInput, in_host_part
 from host.topology.transactional_check import check_batch, with_transactional_id
 from host.topology.validation import (
     check_env,
@@ -62,37 +69,6 @@ class LoadingFile:
 LOADING_FILE: contextvars.ContextVar[LoadingFile | None] = contextvars.ContextVar(
     "LOADING_FILE", default=None
 )
-
-
-@dataclass
-class RawInput:
-    """An input as given, checked when the topology is built."""
-
-    source: object
-    grouping: object
-    fields: object = ()
-    stream: object = DEFAULT_STREAM
-
-
-@dataclass
-class RawComponent:
-    """A spout or bolt as given, checked when the topology is built."""
-
-    id: object
-    kind: str
-    command: object
-    outputs: object
-    parallelism: object
-    config: object
-    cwd: object
-    env: object
-    serializer: object
-    heartbeats: object
-    activate: object
-    inputs: list[RawInput] = field(default_factory=list)
-    pipelining: object = None
-    kafka: object = None  # a `kafka:` block: command, outputs and config come from it
-    batch: object = None  # "spout", "bolt", "committer" or None (docs/transactional.md §3)
 
 
 def _field_list(fields: tuple[object, ...]) -> object:
@@ -162,6 +138,11 @@ class TopologyBuilder:
     A transactional topology (docs/transactional.md §3): `b.transactional("wordcount")`, then
     `batch="spout"` on one spout and `batch="bolt"` / `batch="committer"` on bolts.
 
+    DRPC (docs/drpc.md §3): `b.drpc_spout("drpc", "exclaim")` and
+    `b.return_results("return").shuffle("exclaim")` are Storm's DRPCSpout and ReturnResults;
+    `b.linear_drpc("reach")` makes a linear DRPC topology instead, its bolts added in order on
+    what it returns (and then no other spouts or bolts).
+
     Nothing is checked until `build()`, so errors come out in one place, worded as for YAML files.
     """
 
@@ -170,6 +151,7 @@ class TopologyBuilder:
         self.config: Mapping[str, object] = {} if config is None else config
         self._components: list[RawComponent] = []
         self._transactional_id: object = None
+        self._linear_drpc: LinearDRPCDeclarer | None = None
 
     def transactional(self, id: str) -> TopologyBuilder:
         """Make the topology transactional: `id` is its `topology.transactional.id`, the key its
@@ -283,6 +265,40 @@ class TopologyBuilder:
         raw.kafka = dict(settings) if isinstance(settings, Mapping) else settings
         return self._add(raw)
 
+    def drpc_spout(
+        self,
+        id: str,
+        function: str,
+        parallelism: int = 1,
+        *,
+        config: Mapping[str, object] | None = None,
+    ) -> ComponentDeclarer:
+        """Storm's DRPCSpout, run inside the host: emits each request of `function` as
+        [args, return-info] (docs/drpc.md §3.1)."""
+        return self._add(
+            in_host_part(
+                id, SPOUT, DRPC_SPOUT, function=function, parallelism=parallelism, config=config
+            )
+        )
+
+    def return_results(
+        self, id: str, parallelism: int = 1, *, config: Mapping[str, object] | None = None
+    ) -> ComponentDeclarer:
+        """Storm's ReturnResults, run inside the host: answers the request each tuple's field 1
+        (the return-info) names with its field 0; subscribe it with the returned declarer."""
+        return self._add(
+            in_host_part(id, BOLT, RETURN_RESULTS, parallelism=parallelism, config=config)
+        )
+
+    def linear_drpc(self, function: str) -> LinearDRPCDeclarer:
+        """Make this a linear DRPC topology serving `function` (docs/drpc.md §3.2, Storm's
+        LinearDRPCTopologyBuilder); add its bolts, in order, on what this returns."""
+        if self._linear_drpc is None:
+            self._linear_drpc = LinearDRPCDeclarer(function)
+        else:
+            self._linear_drpc.function = function
+        return self._linear_drpc
+
     def _add(self, raw: RawComponent) -> ComponentDeclarer:
         self._components.append(raw)
         return ComponentDeclarer(raw)
@@ -303,7 +319,29 @@ class TopologyBuilder:
         )
         if self._transactional_id is not None:
             config = with_transactional_id(config, self._transactional_id, file=source)
-        return build_topology(self.name, config, self._components, base_dir, source=source)
+        components = self._components
+        if self._linear_drpc is not None:
+            components = self._linear_components(source)
+        return build_topology(self.name, config, components, base_dir, source=source)
+
+    def _linear_components(self, source: str | None) -> list[RawComponent]:
+        assert self._linear_drpc is not None
+        if self._components:
+            raise TopologyError(
+                "a linear DRPC topology (linear_drpc) has only the bolts added to it: its "
+                "requests come from drpc-request; remove the other spouts and bolts",
+                file=source,
+                component=str(self._components[0].id),
+                key="drpc",
+            )
+        if self._transactional_id is not None:
+            raise TopologyError(
+                "a linear DRPC topology is not transactional: its requests are batches "
+                "without it (docs/drpc.md §3.2); remove transactional()",
+                file=source,
+                key="transactional",
+            )
+        return expand_linear(self._linear_drpc.function, self._linear_drpc.bolts, file=source)
 
 
 def build_topology(
@@ -348,6 +386,8 @@ class _FirstPass:
 
 def _first_pass(raw: RawComponent, base: Path, file: str | None) -> _FirstPass:
     component_id = check_id(raw.id, file)
+    if raw.in_host is not None:
+        return _in_host_first_pass(raw, component_id, base, file)
     if raw.kafka is not None:
         if raw.command is not None:
             raise TopologyError(
@@ -378,6 +418,35 @@ def _first_pass(raw: RawComponent, base: Path, file: str | None) -> _FirstPass:
     )
 
 
+def _in_host_first_pass(
+    raw: RawComponent, component_id: str, base: Path, file: str | None
+) -> _FirstPass:
+    """A DRPC part run inside the host: no command, directory or environment; what it declares
+    is fixed (docs/drpc.md §3)."""
+    role = raw.in_host
+    assert role is not None
+    if role in FUNCTION_KEYS:
+        check_function(
+            raw.drpc_function, file=file, component=component_id, key=FUNCTION_KEYS[role]
+        )
+    if raw.config is not None and not isinstance(raw.config, dict):
+        raise TopologyError(
+            "config must be a mapping of keys to values",
+            file=file,
+            component=component_id,
+            key="config",
+        )
+    return _FirstPass(
+        id=component_id,
+        command=(),
+        outputs=dict(IN_HOST_OUTPUTS[role]),
+        inputs=tuple(_input(i, file=file, component=component_id) for i in raw.inputs),
+        config=copy.deepcopy(raw.config or {}),
+        cwd=str(base),  # an absolute directory, as every component's; it runs in none
+        env={},
+    )
+
+
 def _second_pass(raw: RawComponent, first: _FirstPass, file: str | None) -> Component:
     parallelism = check_parallelism(raw.parallelism, file=file, component=first.id)
     serializer, heartbeats, activate = check_switches(
@@ -402,6 +471,8 @@ def _second_pass(raw: RawComponent, first: _FirstPass, file: str | None) -> Comp
         activate=activate,
         pipelining=_pipelining(raw.pipelining, file=file, component=first.id),
         batch=check_batch(raw.batch, raw.kind, file=file, component=first.id),
+        in_host=raw.in_host,
+        drpc_function=raw.drpc_function if isinstance(raw.drpc_function, str) else None,
     )
 
 

@@ -19,6 +19,10 @@ a TopologyError (the exported file would not mean the same topology), never sile
 * config or other outputs on a built-in (the Java classes have no such knobs) -> error;
 * a transactional topology (`transactional:`, `batch:`) -> error: Storm cannot run multilang
   components in a transactional topology (docs/transactional.md).
+
+DRPC's parts (docs/drpc.md §3.1) go back to `DRPCSpout` (its function the one constructor
+argument) and `ReturnResults`; config on them is an error, as on the built-ins. A linear DRPC
+topology (`drpc:`) is an error: Flux has no `LinearDRPCTopologyBuilder`.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from pathlib import Path
 import yaml
 
 from host.errors import TopologyError
+from host.topology.flux_drpc import DRPC_SPOUT_CLASS, RETURN_RESULTS_CLASS
 from host.topology.flux_java import (
     FIELDS_CLASS,
     FLUX_SHELL_BOLT,
@@ -43,11 +48,14 @@ from host.topology.flux_java import (
 from host.topology.model import (
     ALL,
     DIRECT,
+    DRPC_SPOUT,
     FIELDS,
     GLOBAL,
+    IN_HOST_OUTPUTS,
     LOCAL_OR_SHUFFLE,
     NONE,
     PARTIAL_KEY,
+    RETURN_RESULTS,
     SHUFFLE,
     Component,
     Input,
@@ -73,6 +81,7 @@ _FLUX_TYPES = {
 def export_flux(topology: Topology, *, base_dir: str | os.PathLike | None = None) -> str:
     """Flux YAML text for `topology`. `base_dir`: the directory the resources directory is
     relative to (default: the topology file's directory)."""
+    _refuse_linear_drpc(topology)  # first: its finish-batch bolts are not transactional
     _refuse_transactional(topology)
     base = _base(topology, base_dir)
     fields_beans = _FieldsBeans()
@@ -132,6 +141,21 @@ def _refuse_transactional(topology: Topology) -> None:
     )
 
 
+def _refuse_linear_drpc(topology: Topology) -> None:
+    """Storm builds a linear DRPC topology in Java (`LinearDRPCTopologyBuilder` wraps each bolt in
+    a CoordinatedBolt and adds PrepareRequest and JoinResult); Flux has no way to say it."""
+    if not topology.is_linear_drpc:
+        return
+    raise TopologyError(
+        "a linear DRPC topology ('drpc:') cannot be exported to Flux: Flux has no "
+        "LinearDRPCTopologyBuilder (Storm builds one in Java, wrapping each bolt); run it with "
+        "'python -m host local', or write it with DRPCSpout and ReturnResults (docs/drpc.md "
+        "§3.1) to export it",
+        file=topology.source,
+        key="drpc",
+    )
+
+
 def _base(topology: Topology, base_dir: str | os.PathLike | None) -> Path:
     if base_dir is not None:
         return Path(os.path.abspath(base_dir))
@@ -167,6 +191,8 @@ def _where(topology: Topology, c: Component) -> dict:
 
 
 def _component(c: Component, topology: Topology, base: Path) -> dict:
+    if c.in_host is not None:
+        return _in_host(c, topology)
     _warn_host_only_switches(c)
     _warn_task_cap(c, topology)
     builtin = builtin_for_command(c.command)
@@ -296,6 +322,38 @@ def _builtin(c: Component, builtin: Builtin, topology: Topology) -> dict:
         log.warning(
             "%s: env left out: %s is a Java class, not a subprocess", c.id, builtin.short_name
         )
+    entry["parallelism"] = c.parallelism
+    return entry
+
+
+def _in_host(c: Component, topology: Topology) -> dict:
+    """DRPC's parts: the Java classes they are in Storm (docs/drpc.md §3.1)."""
+    where = _where(topology, c)
+    if c.in_host not in (DRPC_SPOUT, RETURN_RESULTS):
+        raise TopologyError(
+            f"a {c.in_host} part belongs to a linear DRPC topology, which Flux cannot say",
+            key="in_host",
+            **where,
+        )
+    class_name = DRPC_SPOUT_CLASS if c.in_host == DRPC_SPOUT else RETURN_RESULTS_CLASS
+    short = class_name.rsplit(".", 1)[-1]
+    if dict(c.outputs) != IN_HOST_OUTPUTS[c.in_host]:
+        raise TopologyError(
+            f"{short} declares {IN_HOST_OUTPUTS[c.in_host] or 'no'} outputs; the Java class "
+            f"cannot declare {dict(c.outputs)}",
+            key="outputs",
+            **where,
+        )
+    if c.config:
+        raise TopologyError(
+            f"{short} is a Java class without addComponentConfig: Storm's Flux cannot give it "
+            f"component config ({', '.join(c.config)})",
+            key="config",
+            **where,
+        )
+    entry: dict = {"id": c.id, "className": class_name}
+    if c.in_host == DRPC_SPOUT:
+        entry["constructorArgs"] = [c.drpc_function]
     entry["parallelism"] = c.parallelism
     return entry
 

@@ -11,7 +11,9 @@ What is understood:
   `parallelism`, `numTasks` (one subprocess per task: tasks = numTasks if given, else parallelism,
   capped by `topology.max.task.parallelism` as Storm caps it), the per-component `config:` map.
 * Three well-known Java classes, run as built-in Python equivalents (`components/storm_builtins/`):
-  `LogInfoBolt`, `TestWordCounter`, `TestWordSpout`. Any other Java class is an error.
+  `LogInfoBolt`, `TestWordCounter`, `TestWordSpout`; Storm's `DRPCSpout` and `ReturnResults`,
+  run inside the host (`host.topology.flux_drpc`, docs/drpc.md §3.1). Any other Java class is an
+  error.
 * `components` (beans), built in order as Flux builds them, `ref` / `reflist` wherever Flux
   resolves them (`host.topology.flux_beans`): maps, lists, strings and `Fields` are emulated; a
   bean of another class is an error naming it when a spout, bolt or grouping needs it, a warning
@@ -55,6 +57,7 @@ from host.topology.flux_document import (
     check_keys,
     read_flux,
 )
+from host.topology.flux_drpc import DRPC_CLASSES, InHostPart
 from host.topology.flux_java import (
     BEAN_CLASSES,
     BUILTIN_CLASSES,
@@ -67,7 +70,7 @@ from host.topology.flux_java import (
     code_dir,
 )
 from host.topology.flux_streams import stream_input
-from host.topology.model import BOLT, SPOUT, Component, Input, Topology
+from host.topology.model import BOLT, IN_HOST_OUTPUTS, SPOUT, Component, Input, Topology
 from host.topology.settings import MAX_TASK_PARALLELISM, MULTILANG_SERIALIZER, is_int
 from host.topology.validation import check_name, validate
 
@@ -214,6 +217,23 @@ def _component(d: Definition, kind: str, flux: FluxDocument, base: Path, beans: 
         )
     elif class_name in COMPONENT_CLASSES:
         component = _emulated(d, kind, COMPONENT_CLASSES[class_name], base, beans, build)
+    elif class_name in DRPC_CLASSES:
+        part = build_object(body, DRPC_CLASSES[class_name], beans, build, beans.use)
+        assert isinstance(part, InHostPart)
+        if part.kind != kind:
+            raise TopologyError(
+                f"{class_name} is a {part.kind}, listed under {kind}s", key="className", **where
+            )
+        component = Component(
+            id=component_id,
+            kind=kind,
+            command=(),  # run inside the host: docs/drpc.md
+            outputs=dict(IN_HOST_OUTPUTS[part.role]),
+            parallelism=_tasks(d),
+            cwd=str(base),
+            in_host=part.role,
+            drpc_function=part.function,
+        )
     else:
         needs = beans.unemulated_needs(body, build)
         also = (
@@ -225,8 +245,9 @@ def _component(d: Definition, kind: str, flux: FluxDocument, base: Path, beans: 
         raise TopologyError(
             f"Java class {class_name} cannot run here: this host runs shell components "
             f"({SHELL_CLASSES[kind]}) and, as built-in Python equivalents, "
-            f"{', '.join(b.short_name for b in BUILTINS.values())}; and as the ready Kafka "
-            f"components {' and '.join(COMPONENT_CLASSES)}{also}",
+            f"{', '.join(b.short_name for b in BUILTINS.values())}; as the ready Kafka "
+            f"components {' and '.join(COMPONENT_CLASSES)}; and, inside the host, "
+            f"{' and '.join(DRPC_CLASSES)}{also}",
             key="className",
             **where,
         )

@@ -1,7 +1,8 @@
 """A picture of a topology: Graphviz DOT text, rendered to SVG or PNG by `dot` when installed.
 
 Spouts are yellow boxes, bolts blue rounded boxes; each shows its id, its number of tasks and
-what it runs (the command, or the Storm class a built-in stands for). Every subscription is an
+what it runs (the command, the Storm class a built-in stands for, or, for DRPC's parts that run
+inside the host, the Storm class and its function with "in host"). Every subscription is an
 edge from the source to the bolt, labelled with the grouping (and its fields) and, when it is not
 `default`, the stream. Direct groupings are dashed, all-groupings bold.
 """
@@ -12,7 +13,18 @@ import shutil
 import subprocess
 
 from host.topology.flux_java import builtin_for_command
-from host.topology.model import ALL, DIRECT, GROUPINGS_WITH_FIELDS, Component, Input, Topology
+from host.topology.model import (
+    ALL,
+    DIRECT,
+    DRPC_REQUEST,
+    DRPC_RESULT,
+    DRPC_SPOUT,
+    GROUPINGS_WITH_FIELDS,
+    RETURN_RESULTS,
+    Component,
+    Input,
+    Topology,
+)
 from multilang.messages import DEFAULT_STREAM
 
 FORMATS = ("dot", "svg", "png")
@@ -35,7 +47,30 @@ def _tasks(n: int) -> str:
     return f"{n} task" if n == 1 else f"{n} tasks"
 
 
+def in_host_label(c: Component) -> str | None:
+    """What a DRPC part run inside the host stands for, e.g. `DRPCSpout(exclaim), in host`
+    (docs/drpc.md §3); None for a component that runs a command."""
+    if c.in_host is None:
+        return None
+    name = _IN_HOST_NAMES.get(c.in_host, c.in_host)
+    function = f"({c.drpc_function})" if c.drpc_function else ""
+    return f"{name}{function}, in host"
+
+
+# Storm's classes for the parts (a linear topology's ends are its PrepareRequest and JoinResult,
+# with ReturnResults for the answer)
+_IN_HOST_NAMES = {
+    DRPC_SPOUT: "DRPCSpout",
+    RETURN_RESULTS: "ReturnResults",
+    DRPC_REQUEST: "PrepareRequest",
+    DRPC_RESULT: "JoinResult",
+}
+
+
 def _runs(c: Component) -> str:
+    in_host = in_host_label(c)
+    if in_host is not None:
+        return in_host
     builtin = builtin_for_command(c.command)
     if builtin is not None:
         return f"{builtin.short_name} (built-in)"

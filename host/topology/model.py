@@ -33,6 +33,29 @@ BATCH_ROLES = (BATCH_SPOUT, BATCH_BOLT, COMMITTER)
 # `transactional(id)`. Its presence makes a topology transactional.
 TRANSACTIONAL_ID = "topology.transactional.id"
 
+# Storm's DRPC parts, run inside the host with no process (docs/drpc.md): DRPC_SPOUT is Storm's
+# DRPCSpout (emits each request of its function as [args, return-info]), RETURN_RESULTS its
+# ReturnResults (answers the request a tuple's return-info names); a linear DRPC topology's ends
+# (docs/drpc.md §3.2) are DRPC_REQUEST (emits [request, args], each request a batch) and
+# DRPC_RESULT (answers with the last bolt's [request, result])
+DRPC_SPOUT = "drpc-spout"
+RETURN_RESULTS = "return-results"
+DRPC_REQUEST = "drpc-request"
+DRPC_RESULT = "drpc-result"
+IN_HOST_ROLES = (DRPC_SPOUT, RETURN_RESULTS, DRPC_REQUEST, DRPC_RESULT)
+# what each in-host part is and declares: Storm's DRPCSpout declares (args, return-info),
+# PrepareRequest's request stream (request, args); ReturnResults and JoinResult declare nothing
+IN_HOST_KINDS = {DRPC_SPOUT: SPOUT, RETURN_RESULTS: BOLT, DRPC_REQUEST: SPOUT, DRPC_RESULT: BOLT}
+IN_HOST_OUTPUTS: dict[str, dict[str, tuple[str, ...]]] = {
+    DRPC_SPOUT: {"default": ("args", "return-info")},
+    RETURN_RESULTS: {},
+    DRPC_REQUEST: {"default": ("request", "args")},
+    DRPC_RESULT: {},
+}
+# the ids a linear DRPC topology gives its two in-host ends (reserved there: docs/drpc.md §3.2)
+DRPC_REQUEST_ID = "drpc-request"
+DRPC_RESULT_ID = "drpc-result"
+
 
 @dataclass(frozen=True)
 class Grouping:
@@ -79,6 +102,10 @@ class Component:
     # `finish` comes in the commit phase, in txid order. None: an ordinary component (a bolt
     # downstream of the batch spout without it is a plain member of the batch group)
     batch: str | None = None
+    # one of IN_HOST_ROLES for a DRPC part that runs inside the host (its command is empty), else
+    # None; `drpc_function` is the function a DRPC_SPOUT or DRPC_REQUEST serves
+    in_host: str | None = None
+    drpc_function: str | None = None
 
     @property
     def is_spout(self) -> bool:
@@ -104,6 +131,25 @@ class Topology:
         batch group's graph: `host.topology.batch_group`)."""
         value = self.config.get(TRANSACTIONAL_ID)
         return value if isinstance(value, str) else None
+
+    @property
+    def drpc_functions(self) -> tuple[str, ...]:
+        """The DRPC functions this topology serves (docs/drpc.md), sorted; () for none."""
+        return tuple(sorted({c.drpc_function for c in self.components if c.drpc_function}))
+
+    @property
+    def linear_drpc(self) -> str | None:
+        """The function of a linear DRPC topology (docs/drpc.md §3.2), else None."""
+        for c in self.components:
+            if c.in_host == DRPC_REQUEST:
+                return c.drpc_function
+        return None
+
+    @property
+    def is_linear_drpc(self) -> bool:
+        """Whether this is a linear DRPC topology (either of its in-host ends is present, even
+        before validation has checked that both are)."""
+        return any(c.in_host in (DRPC_REQUEST, DRPC_RESULT) for c in self.components)
 
     @property
     def spouts(self) -> tuple[Component, ...]:

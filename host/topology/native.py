@@ -15,6 +15,11 @@ list of those (several streams of one source).
 A transactional topology (docs/transactional.md §3) adds `transactional: {id: NAME}` (which sets
 `topology.transactional.id`) and `batch: spout` on one spout, `batch: bolt` or `batch: committer`
 on bolts.
+
+DRPC (docs/drpc.md §3): a spout `{drpc_spout: FUNCTION}` is Storm's DRPCSpout and a bolt
+`{return_results: true, inputs: ...}` its ReturnResults, both run inside the host. A linear DRPC
+topology has, instead of `spouts:` and `bolts:`, `drpc: {function: NAME, bolts: [...]}`: its bolts
+in order, each fed by the one before (`host.topology.linear_drpc`).
 """
 
 from __future__ import annotations
@@ -22,13 +27,25 @@ from __future__ import annotations
 import os
 
 from host.errors import TopologyError
-from host.topology.builder import RawComponent, RawInput, build_topology
-from host.topology.model import BOLT, FIELDS, GROUPING_TYPES, PARTIAL_KEY, SPOUT, Topology
+from host.topology.builder import build_topology
+from host.topology.linear_drpc import LinearBolt
+from host.topology.linear_drpc import expand as expand_linear
+from host.topology.model import (
+    BOLT,
+    DRPC_SPOUT,
+    FIELDS,
+    GROUPING_TYPES,
+    PARTIAL_KEY,
+    RETURN_RESULTS,
+    SPOUT,
+    Topology,
+)
+from host.topology.raw import RawComponent, RawInput, in_host_part
 from host.topology.transactional_check import with_transactional_id
 from host.topology.yaml_text import reject_unknown_keys
 from multilang.messages import DEFAULT_STREAM
 
-TOPOLOGY_KEYS = ("name", "config", "spouts", "bolts", "transactional")
+TOPOLOGY_KEYS = ("name", "config", "spouts", "bolts", "transactional", "drpc")
 TRANSACTIONAL_KEYS = ("id",)
 SPOUT_KEYS = (
     "command",
@@ -58,6 +75,24 @@ BOLT_KEYS = (
     "batch",
 )
 INPUT_KEYS = ("grouping", "fields", "partial_key", "stream")
+# DRPC's parts run inside the host: no command, directory, environment, or outputs of their own
+DRPC_SPOUT_KEYS = ("drpc_spout", "parallelism", "config")
+RETURN_RESULTS_KEYS = ("return_results", "inputs", "parallelism", "config")
+DRPC_KEYS = ("function", "bolts")
+LINEAR_BOLT_KEYS = (
+    "id",
+    "command",
+    "outputs",
+    "parallelism",
+    "config",
+    "cwd",
+    "env",
+    "serializer",
+    "heartbeats",
+    "grouping",
+    "finish_batch",
+)
+_IN_HOST_REFUSAL = "unknown key for a part that runs inside the host (docs/drpc.md §3.1)"
 
 
 def from_document(
@@ -79,11 +114,14 @@ def from_document(
     if "transactional" in doc:
         transactional_id = _transactional_id(doc["transactional"], file)
         config = with_transactional_id(config, transactional_id, file=file)
-    components = [
-        _component(kind, component_id, body, file)
-        for kind in (SPOUT, BOLT)
-        for component_id, body in _components_section(doc, kind + "s", file).items()
-    ]
+    if "drpc" in doc:
+        components = _linear_drpc(doc, file)
+    else:
+        components = [
+            _component(kind, component_id, body, file)
+            for kind in (SPOUT, BOLT)
+            for component_id, body in _components_section(doc, kind + "s", file).items()
+        ]
     return build_topology(
         doc.get("name"),
         config,
@@ -149,6 +187,10 @@ def _component(kind: str, component_id: object, body: object, file: str | None) 
             component=name,
             key="inputs",
         )
+    if kind == SPOUT and "drpc_spout" in body:
+        return _drpc_spout(component_id, body, file)
+    if kind == BOLT and "return_results" in body:
+        return _return_results(component_id, body, file)
     reject_unknown_keys(body, SPOUT_KEYS if kind == SPOUT else BOLT_KEYS, file=file, component=name)
     return RawComponent(
         id=component_id,
@@ -167,6 +209,143 @@ def _component(kind: str, component_id: object, body: object, file: str | None) 
         kafka=body.get("kafka"),  # the ready Kafka component: docs/kafka.md
         batch=body.get("batch"),  # docs/transactional.md §3
     )
+
+
+def _drpc_spout(component_id: object, body: dict, file: str | None) -> RawComponent:
+    """`{drpc_spout: FUNCTION}`: Storm's DRPCSpout (the function is checked when built)."""
+    reject_unknown_keys(
+        body, DRPC_SPOUT_KEYS, file=file, component=str(component_id), refusal=_IN_HOST_REFUSAL
+    )
+    return in_host_part(
+        component_id,
+        SPOUT,
+        DRPC_SPOUT,
+        function=body["drpc_spout"],
+        parallelism=body.get("parallelism", 1),
+        config=body.get("config"),
+    )
+
+
+def _return_results(component_id: object, body: dict, file: str | None) -> RawComponent:
+    """`{return_results: true, inputs: ...}`: Storm's ReturnResults."""
+    name = str(component_id)
+    reject_unknown_keys(
+        body, RETURN_RESULTS_KEYS, file=file, component=name, refusal=_IN_HOST_REFUSAL
+    )
+    if body["return_results"] is not True:
+        raise TopologyError(
+            f"return_results takes true (the bolt is Storm's ReturnResults), got "
+            f"{body['return_results']!r}; leave it out for a bolt that runs a command",
+            file=file,
+            component=name,
+            key="return_results",
+        )
+    raw = in_host_part(
+        component_id,
+        BOLT,
+        RETURN_RESULTS,
+        parallelism=body.get("parallelism", 1),
+        config=body.get("config"),
+    )
+    raw.inputs = _inputs(body.get("inputs"), file, name)
+    return raw
+
+
+# ---- a linear DRPC topology ---------------------------------------------------------------------
+
+
+def _linear_drpc(doc: dict, file: str | None) -> list[RawComponent]:
+    """`drpc: {function: NAME, bolts: [...]}` -> its components (docs/drpc.md §3.2)."""
+    for key in ("spouts", "bolts", "transactional"):
+        if key in doc:
+            raise TopologyError(
+                f"a linear DRPC topology ('drpc:') has no '{key}:': "
+                + (
+                    "it is not transactional (each request is a batch without it)"
+                    if key == "transactional"
+                    else "its requests come from drpc-request, and its bolts are listed under "
+                    "'drpc: {bolts: [...]}'"
+                ),
+                file=file,
+                key=key,
+            )
+    spec = doc["drpc"]
+    if not isinstance(spec, dict):
+        raise TopologyError(
+            f"drpc must be a mapping, e.g. 'drpc: {{function: reach, bolts: [...]}}', got {spec!r}",
+            file=file,
+            key="drpc",
+        )
+    reject_unknown_keys(spec, DRPC_KEYS, file=file, prefix="drpc.")
+    if "function" not in spec:
+        raise TopologyError(
+            "drpc needs the function it serves, e.g. 'drpc: {function: reach, bolts: [...]}'",
+            file=file,
+            key="drpc.function",
+        )
+    bolts = spec.get("bolts")
+    if not isinstance(bolts, list):
+        raise TopologyError(
+            f"drpc.bolts must be a list of bolts, in order (each fed by the one before), "
+            f"got {bolts!r}",
+            file=file,
+            key="drpc.bolts",
+        )
+    return expand_linear(
+        spec["function"], [_linear_bolt(i, body, file) for i, body in enumerate(bolts)], file=file
+    )
+
+
+def _linear_bolt(index: int, body: object, file: str | None) -> LinearBolt:
+    path = f"drpc.bolts[{index}]"
+    if not isinstance(body, dict):
+        raise TopologyError(
+            f"a bolt of drpc.bolts is a mapping with at least id, command and outputs, got "
+            f"{body!r}",
+            file=file,
+            key=path,
+        )
+    if "id" not in body:
+        raise TopologyError("a bolt of drpc.bolts needs an id", file=file, key=f"{path}.id")
+    name = str(body["id"])
+    if "inputs" in body:
+        raise TopologyError(
+            "a bolt of a linear DRPC topology is fed by the bolt before it (the first by "
+            "drpc-request): say how with 'grouping:' (default shuffle), not 'inputs:'",
+            file=file,
+            component=name,
+            key="inputs",
+        )
+    reject_unknown_keys(body, LINEAR_BOLT_KEYS, file=file, component=name)
+    raw = RawComponent(
+        id=body["id"],
+        kind=BOLT,
+        command=body.get("command"),
+        outputs=body.get("outputs"),
+        parallelism=body.get("parallelism", 1),
+        config=body.get("config"),
+        cwd=body.get("cwd"),
+        env=body.get("env"),
+        serializer=body.get("serializer", "json"),
+        heartbeats=body.get("heartbeats", True),
+        activate=True,
+    )
+    groupings = []
+    if "grouping" in body:
+        grouping = _input(None, body["grouping"], file, name, key="grouping")
+        if isinstance(body["grouping"], dict) and "stream" in body["grouping"]:
+            raise TopologyError(
+                "a bolt of a linear DRPC topology is fed by the default stream of the bolt "
+                "before it: its grouping takes no stream",
+                file=file,
+                component=name,
+                key="grouping.stream",
+            )
+        groupings.append((grouping.grouping, grouping.fields))
+    return LinearBolt(raw, groupings, body.get("finish_batch", False))
+
+
+# ---- inputs -------------------------------------------------------------------------------------
 
 
 def _inputs(inputs: object, file: str | None, component: str) -> list[RawInput]:
@@ -189,8 +368,11 @@ def _inputs(inputs: object, file: str | None, component: str) -> list[RawInput]:
     return out
 
 
-def _input(source: object, spec: object, file: str | None, component: str) -> RawInput:
-    key = f"inputs.{source}"
+def _input(
+    source: object, spec: object, file: str | None, component: str, key: str | None = None
+) -> RawInput:
+    """One input's spec; `key` names it in errors (default `inputs.SOURCE`)."""
+    key = f"inputs.{source}" if key is None else key
     if isinstance(spec, str):
         return RawInput(source, spec)
     if not isinstance(spec, dict):

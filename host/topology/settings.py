@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeGuard
@@ -51,6 +52,15 @@ BOLT_MAX_IN_FLIGHT = "host.bolt.max.in.flight"
 ACKER_LATENCY_SAMPLE = "host.acker.latency.sample"
 MAX_FRAME_BYTES = "host.max.frame.bytes"
 STATE_DIR = "host.state.dir"
+
+# DRPC (docs/drpc.md §5): Storm's names for the port, the deadline and the body size; the host's
+# own for where it listens and its bounds
+DRPC_HTTP_PORT = "drpc.http.port"
+DRPC_REQUEST_TIMEOUT_SECS = "drpc.request.timeout.secs"
+DRPC_MAX_BUFFER_SIZE = "drpc.max_buffer_size"
+DRPC_BIND = "host.drpc.bind"
+DRPC_MAX_PENDING = "host.drpc.max.pending"
+DRPC_MAX_CONNECTIONS = "host.drpc.max.connections"
 
 HOST_PREFIX = "host."
 
@@ -96,6 +106,56 @@ def _boolean(value: object) -> str | None:
 
 def _path(value: object) -> str | None:
     return None if isinstance(value, str) and value else "must be a non-empty path"
+
+
+def _port(value: object) -> str | None:
+    return None if is_int(value) and 0 <= value <= 65535 else "must be a port, 0 to 65535"
+
+
+def _bind(value: object) -> str | None:
+    if not isinstance(value, str):
+        return "must be HOST or HOST:PORT (a string)"
+    try:
+        parse_bind(value)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+# a host name or an IPv4 address; an IPv6 address is written bare (::1) or in brackets ([::1])
+_HOST_NAME = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_])?")
+_IPV6 = re.compile(r"[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*(%[A-Za-z0-9_.-]+)?")
+
+
+def parse_bind(text: str) -> tuple[str, int | None]:
+    """`host.drpc.bind` / `--drpc-bind`: `HOST` or `HOST:PORT` -> (host, port or None). An IPv6
+    address is `::1` alone or `[::1]` / `[::1]:PORT` with a port. ValueError says what is
+    wrong."""
+    host, port_text = text, None
+    if text.startswith("["):
+        end = text.find("]")
+        if end < 0:
+            raise ValueError(f"must be HOST or HOST:PORT: {text!r} has '[' without ']'")
+        host, rest = text[1:end], text[end + 1 :]
+        if rest:
+            if not rest.startswith(":"):
+                raise ValueError(f"must be [IPV6] or [IPV6]:PORT, got {text!r}")
+            port_text = rest[1:]
+        if not _IPV6.fullmatch(host):
+            raise ValueError(f"{host!r} in brackets is not an IPv6 address")
+    elif text.count(":") == 1:
+        host, port_text = text.split(":")
+    if not host:
+        raise ValueError(f"must be HOST or HOST:PORT with a host, got {text!r}")
+    if not (_HOST_NAME.fullmatch(host) or (":" in host and _IPV6.fullmatch(host))):
+        raise ValueError(
+            f"{host!r} is not a host name or address (e.g. 127.0.0.1, 0.0.0.0, localhost, ::1)"
+        )
+    if port_text is None:
+        return host, None
+    if not port_text.isascii() or not port_text.isdigit() or int(port_text) > 65535:
+        raise ValueError(f"the port of {text!r} must be 0 to 65535 (0: any free port)")
+    return host, int(port_text)
 
 
 @dataclass(frozen=True)
@@ -157,6 +217,15 @@ KEYS: dict[str, Key] = {
         # where transactional topologies keep their batches' state (docs/transactional.md §3);
         # unset = $XDG_STATE_HOME/multilang-host or ~/.local/state/multilang-host (`state_dir`)
         Key(STATE_DIR, None, _path, nullable=True),
+        # DRPC's HTTP server (docs/drpc.md §1, §5), started only for a topology with DRPC parts:
+        # Storm's port, request deadline and largest request; the host's address and bounds
+        Key(DRPC_HTTP_PORT, 3774, _port),
+        Key(DRPC_REQUEST_TIMEOUT_SECS, 600, _positive_number),
+        Key(DRPC_MAX_BUFFER_SIZE, 1048576, _positive_int),
+        # HOST or HOST:PORT; a port here wins over drpc.http.port (`Settings.drpc_port`)
+        Key(DRPC_BIND, "127.0.0.1", _bind),
+        Key(DRPC_MAX_PENDING, 1024, _positive_int),
+        Key(DRPC_MAX_CONNECTIONS, 1024, _positive_int),
     )
 }
 
@@ -330,6 +399,12 @@ class _Reader:
             return value
         raise self._error(key, f"must be a path or null, got {value!r}")
 
+    def bind(self, key: str) -> tuple[str, int | None]:
+        value = self.value(key)
+        if isinstance(value, str):
+            return parse_bind(value)  # the key's check has parsed it already
+        raise self._error(key, f"must be HOST or HOST:PORT, got {value!r}")
+
     def _error(self, key: str, problem: str) -> TopologyError:
         return TopologyError(problem, file=self.file, component=self.component, key=key)
 
@@ -372,6 +447,15 @@ class Settings:
     tick_tuple_freq_secs: int | None
     # host.state.dir as configured; None = the default. `state_dir()` gives the absolute path
     state_dir: str | None = None
+    # DRPC's HTTP server (docs/drpc.md §5): where it listens (the host of host.drpc.bind; the
+    # port is its port when it gives one, else drpc.http.port; 0 = any free port), the request
+    # deadline, the largest POST body (drpc.max_buffer_size), and its bounds
+    drpc_bind: str = "127.0.0.1"
+    drpc_port: int = 3774
+    drpc_request_timeout_secs: float = 600.0
+    drpc_max_body: int = 1048576
+    drpc_max_pending: int = 1024
+    drpc_max_connections: int = 1024
 
     @classmethod
     def from_config(
@@ -384,6 +468,7 @@ class Settings:
         acker_executors = read.optional_integer(ACKER_EXECUTORS)
         subprocess_timeout = read.optional_integer(SUBPROCESS_TIMEOUT_SECS)
         worker_timeout = read.integer(WORKER_TIMEOUT_SECS)
+        drpc_host, drpc_port = read.bind(DRPC_BIND)
         return cls(
             message_timeout_secs=read.integer(MESSAGE_TIMEOUT_SECS),
             message_timeouts_enabled=read.boolean(ENABLE_MESSAGE_TIMEOUTS),
@@ -411,6 +496,12 @@ class Settings:
             debug=read.boolean(DEBUG),
             tick_tuple_freq_secs=read.optional_integer(TICK_TUPLE_FREQ_SECS),
             state_dir=read.optional_path(STATE_DIR),
+            drpc_bind=drpc_host,
+            drpc_port=read.integer(DRPC_HTTP_PORT) if drpc_port is None else drpc_port,
+            drpc_request_timeout_secs=float(read.number(DRPC_REQUEST_TIMEOUT_SECS)),
+            drpc_max_body=read.integer(DRPC_MAX_BUFFER_SIZE),
+            drpc_max_pending=read.integer(DRPC_MAX_PENDING),
+            drpc_max_connections=read.integer(DRPC_MAX_CONNECTIONS),
         )
 
 

@@ -90,7 +90,9 @@ def check_transactional(topology: Topology) -> None:
         _check_id(declared, file)
     batch_components = [c for c in topology.components if c.batch is not None]
     if declared is None:
-        if batch_components:
+        # a linear DRPC topology's finish-batch bolts: each request is a batch, with no stored
+        # state and so no id (docs/drpc.md §3.2); `host.topology.drpc_check` checks them
+        if batch_components and not topology.is_linear_drpc:
             c = batch_components[0]
             raise TopologyError(
                 f"'batch: {c.batch}' needs a transactional topology: {_HOW_TO_DECLARE}; "

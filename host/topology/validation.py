@@ -14,6 +14,12 @@ import os
 from host.errors import TopologyError
 from host.topology.commands import check_command, check_launchable
 from host.topology.config_check import check_config
+from host.topology.drpc_check import (
+    check_drpc,
+    check_in_host_component,
+    check_linear_bolt,
+    last_linear_bolt,
+)
 from host.topology.model import (
     BOLT,
     GROUPING_TYPES,
@@ -42,14 +48,20 @@ def validate(topology: Topology, *, strict_config: bool = True) -> None:
     check_name(topology.name, file)
     check_config(topology.config, file=file)
     _check_ids(topology, file)
+    last_linear = last_linear_bolt(topology) if topology.is_linear_drpc else None
     for component in topology.components:
+        if topology.is_linear_drpc and component.in_host is None:
+            # before the batch check, whose wording is for `batch:` (docs/drpc.md §3.2)
+            check_linear_bolt(component, file, last=component.id == last_linear)
         _check_component(component, file, strict_config)
     ids = {c.id: c for c in topology.components}
     for component in topology.components:
         _check_inputs(component, ids, file)
+    check_drpc(topology)  # DRPC's parts and a linear DRPC topology's chain (docs/drpc.md §3)
     check_transactional(topology)  # the batch group's shape (docs/transactional.md §3)
     for component in topology.components:
-        check_launchable(component, file)
+        if component.in_host is None:  # DRPC's in-host parts run no command
+            check_launchable(component, file)
 
 
 def check_name(name: object, file: str | None) -> str:
@@ -141,11 +153,14 @@ def _check_ids(topology: Topology, file: str | None) -> None:
 
 def _check_component(c: Component, file: str | None, strict_config: bool) -> None:
     where = {"file": file, "component": c.id}
-    check_command(c.command, file=file, component=c.id)
+    check_in_host_component(c, file)
+    if c.in_host is None:
+        check_command(c.command, file=file, component=c.id)
     check_parallelism(c.parallelism, file=file, component=c.id)
     _check_outputs(c, file)
     check_config(c.config, file=file, component=c.id, strict=strict_config)
-    _check_cwd(c, file)
+    if c.in_host is None:  # an in-host part runs in no directory
+        _check_cwd(c, file)
     check_env(c.env, file=file, component=c.id)
     check_switches(c.serializer, c.heartbeats, c.activate, file=file, component=c.id)
     if c.is_spout and c.inputs:

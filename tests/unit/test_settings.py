@@ -73,6 +73,12 @@ def test_defaults():
         "host.bolt.max.in.flight": 1000,
         "host.acker.latency.sample": 16,
         "host.max.frame.bytes": 16 * 1024 * 1024,
+        "drpc.http.port": 3774,
+        "drpc.request.timeout.secs": 600,
+        "drpc.max_buffer_size": 1048576,
+        "host.drpc.bind": "127.0.0.1",
+        "host.drpc.max.pending": 1024,
+        "host.drpc.max.connections": 1024,
     }
 
 
@@ -131,6 +137,8 @@ def _another_valid_value(key: cfg.Key) -> object:
         return not key.default
     if key.check("/a/path") is None:  # a path key (host.state.dir)
         return "/a/path"
+    if key.check("0.0.0.0:1") is None:  # an address (host.drpc.bind)
+        return "0.0.0.0:1"
     return 0 if key.check(0) is None else 7
 
 

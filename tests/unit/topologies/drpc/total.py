@@ -1,0 +1,1 @@
+# a placeholder: these topologies are loaded, never run
