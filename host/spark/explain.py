@@ -1,0 +1,146 @@
+"""`explain(plan) -> str`: a Plan as text, one block per stage, in the tone of `python -m host
+validate` (`python -m host spark TOPOLOGY --explain`; docs/spark.md §2.6). Pure."""
+
+from __future__ import annotations
+
+import os
+
+from host.spark.plan import (
+    BATCH_BOLT_ROLE,
+    BROADCAST,
+    COMMITTER_ROLE,
+    DRIVER_SPOUT,
+    HASH,
+    KAFKA_SOURCE,
+    PASS_THROUGH,
+    PLAIN_BOLT,
+    ROUND_ROBIN,
+    SINGLE,
+    SPARK_INPUT,
+    TO_NAMED_TASK,
+    TRANSACTIONAL_SOURCE,
+    Edge,
+    Plan,
+    Stage,
+)
+from host.topology.flux_java import builtin_for_command
+from host.topology.graph import edge_label
+from host.topology.model import PARTIAL_KEY, Input
+from multilang.messages import DEFAULT_STREAM
+
+# what each role means on Spark, said once per stage
+_ROLE_TEXT = {
+    TRANSACTIONAL_SOURCE: (
+        "its batches are the micro-batches (txid = Spark batch id + 1); a batch's metadata is "
+        "its offset, so a replay emits the same tuples"
+    ),
+    SPARK_INPUT: "its DataFrame, output directory or streaming query is read by Spark directly",
+    KAFKA_SOURCE: "each micro-batch is a range of Kafka offsets (our Kafka spout's offset logic)",
+    DRIVER_SPOUT: (
+        "runs in the driver: what it emits in a trigger interval is staged as that micro-batch, "
+        "acked when the batch commits, failed if it is abandoned"
+    ),
+    BATCH_BOLT_ROLE: "gets finish-batch at the end of its partition's batch",
+    COMMITTER_ROLE: (
+        "gets finish in txid order (txid = Spark batch id + 1), after every partition of its "
+        "batch has finished"
+    ),
+    PLAIN_BOLT: "processes and acks each tuple as under `host local`",
+}
+
+# the program a command starts -> the runtime an executor needs for it
+_LANGUAGES = {"python": "Python", "node": "Node", "nodejs": "Node", "bash": "bash", "sh": "sh"}
+
+
+def explain(plan: Plan) -> str:
+    topology = plan.topology
+    partitions = sum(s.partitions for s in plan.stages)
+    where = f"{topology.source}: " if topology.source else ""
+    lines = [
+        f"{where}plan for topology '{topology.name}' on Spark: {len(plan.stages)} stage(s), "
+        f"{partitions} partition(s)"
+    ]
+    if plan.transactional_id is not None:
+        lines.append(
+            f"  transactional id: {plan.transactional_id}: each micro-batch is one "
+            "transaction, committed in txid order"
+        )
+    for number, stage in enumerate(plan.stages, 1):
+        lines.extend(_stage_lines(number, stage))
+    return "\n".join(lines) + "\n"
+
+
+def _stage_lines(number: int, stage: Stage) -> list[str]:
+    c = stage.component
+    kind = "spout" if c.is_spout else "bolt"
+    member = " in the batch group" if stage.in_batch_group and not c.is_spout else ""
+    lines = [
+        f"  stage {number}: {kind} {c.id}: {stage.role}{member}",
+        f"    runs: {_runs(c.command)}",
+        f"    partitions: {stage.partitions} = {_tasks(stage.tasks)}",
+        f"    role: {_ROLE_TEXT[stage.role]}",
+    ]
+    if stage.inputs:
+        union = f" (a union of {len(stage.inputs)})" if stage.union else ""
+        lines.append(f"    inputs{union}:")
+        lines.extend(f"      {_input(e)}" for e in stage.inputs)
+    # a stream without fields that nobody reads (a sink's `outputs: []`) is not worth a line
+    outputs = {s: edges for s, edges in stage.outputs.items() if edges or c.outputs[s]}
+    if outputs:
+        cached = f" (cached: read {stage.readers} times, computed once)" if stage.cached else ""
+        lines.append(f"    outputs{cached}:")
+        for stream, edges in outputs.items():
+            lines.extend(f"      {line}" for line in _output(stream, c.outputs[stream], edges))
+    lines.extend(f"    warning: {w}" for w in stage.warnings)
+    return lines
+
+
+def _runs(command: tuple[str, ...]) -> str:
+    builtin = builtin_for_command(command)
+    text = " ".join(command)
+    if builtin is not None:
+        return f"{text} ({builtin.short_name}, built-in; Python)"
+    program = os.path.basename(command[0]) if command else ""
+    language = _LANGUAGES.get(program) or ("Python" if program.startswith("python") else None)
+    return f"{text} ({language})" if language else text
+
+
+def _tasks(tasks: tuple[int, ...]) -> str:
+    return f"task {tasks[0]}" if len(tasks) == 1 else "tasks " + ", ".join(map(str, tasks))
+
+
+def _stream(stream: str, fields: tuple[str, ...]) -> str:
+    return f"{stream} [{', '.join(fields)}]"
+
+
+def _input(edge: Edge) -> str:
+    grouping = edge_label(Input(edge.source, DEFAULT_STREAM, edge.grouping))
+    return f"{edge.source} {_stream(edge.stream, edge.fields)}, {grouping}: {_exchange(edge)}"
+
+
+def _output(stream: str, fields: tuple[str, ...], edges: tuple[Edge, ...]) -> list[str]:
+    if not edges:
+        return [f"{_stream(stream, fields)} -> nobody subscribes: dropped"]
+    return [f"{_stream(stream, fields)} -> {e.target} ({e.exchange.kind})" for e in edges]
+
+
+def _exchange(edge: Edge) -> str:
+    x = edge.exchange
+    n = f"{x.partitions} partition" + ("" if x.partitions == 1 else "s")
+    if x.kind == PASS_THROUGH:
+        return "no exchange (partition i feeds partition i)"
+    if x.kind == ROUND_ROBIN:
+        return f"round-robin repartition into {n}"
+    if x.kind == HASH:
+        on = ", ".join(f"{f} (field {i})" for f, i in zip(x.fields, x.field_indices, strict=True))
+        text = f"hash partitioning on {on} into {n}, the local router's hash"
+        if edge.grouping.type == PARTIAL_KEY:
+            text += " (its first candidate: no balancing between two)"
+        return text
+    if x.kind == SINGLE:
+        return f"all to partition 0 (task {x.first_task}) of {n}"
+    if x.kind == BROADCAST:
+        return f"a copy to each of {n}"
+    if x.kind == TO_NAMED_TASK:
+        return f"to the partition of the task the emitter names, of {n}"
+    raise AssertionError(f"unknown exchange {x.kind!r}")
