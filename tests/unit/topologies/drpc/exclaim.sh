@@ -1,1 +1,2 @@
+#!/usr/bin/env bash
 # a placeholder: these topologies are loaded, never run

@@ -1,1 +1,1 @@
-# a placeholder: these topologies are loaded, never run
+// a placeholder: these topologies are loaded, never run
