@@ -1,0 +1,647 @@
+"""One task's multilang component driven from inside a Spark executor partition (docs/spark.md;
+issue 17, "Components inside executors").
+
+`ComponentProcess(topology, component_id, task_id)` starts the component's command as `host local`
+does (its cwd and environment, its own process group, a parent-death signal: host/runtime/process.py)
+and sends it the handshake `host local` would send that task (host/runtime/context.py), so a bolt
+cannot tell the two runtimes apart. `run_bolt(tuples)` then streams a partition through it and
+yields what it emits:
+
+    proc = ComponentProcess(topology, "split", 3)
+    for emit in proc.run_bolt(("sentences", "default", 1, [s]) for s in sentences):
+        emit.stream, emit.values, emit.task   # multilang.messages.Emit; task: a direct target
+
+Pipelined, never lock-step: one thread, one poll over the child's stdin, stdout and stderr, up to
+`host.bolt.max.in.flight` tuples written ahead and not yet acked (docs/protocol.md §4.5), task-id
+replies (§4.4) and heartbeats (§4.7) written ahead of tuples not yet written. Input is pulled
+from `tuples` only when the window has room and emits are yielded as they are read, so a
+partition is never held in memory, nor is the bolt's output.
+
+The run ends when the input is exhausted and every tuple written is answered. A batch bolt or
+committer (`batch: bolt | committer`) gets the batch's `tx` on each tuple and then `finish` (its
+ack ends the run; `commit` is true for committers; docs/transactional.md §4.2). Whatever breaks the
+run -- a failed tuple, the process exiting, a bad frame, an emit the topology does not allow, or
+no answer for `topology.message.timeout.secs` while one is owed -- raises `ComponentFailed`
+naming the component, the task, the pid and the bytes at fault, so that the Spark task fails and
+Spark retries it. The process is then killed: a failed or abandoned run never leaves a process
+whose state is unknown (host/spark/process_cache.py starts a new one for the next run).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import select
+import signal
+import tempfile
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, NamedTuple
+
+from host.batch import wire
+from host.batch.tracker import Attempt
+from host.errors import HostError, RoutingError
+from host.runtime.acker import new_id
+from host.runtime.context import assign_tasks, build_conf, build_context
+from host.runtime.link import emit_text
+from host.runtime.process import Child, Launcher, child_environment, describe_exit
+from host.runtime.router import Router
+from host.spark.stderr_tags import LOG_LEVELS, TaggedLog
+from host.topology import settings as cfg
+from host.topology.model import Topology
+from multilang.codec import EncodeError, ProtocolError, shorten
+from multilang.messages import (
+    BATCH_EXT,
+    HEARTBEAT_STREAM,
+    SYSTEM_TASK,
+    Ack,
+    Emit,
+    Error,
+    Fail,
+    Handshake,
+    Log,
+    Pid,
+    Sync,
+    TupleMessage,
+)
+from multilang.serializers import serializer
+
+HEARTBEAT_SECS = 1.0  # Storm's ShellBolt writes one a second (docs/protocol.md §4.7)
+MAX_BEATS = 8  # heartbeats written and not yet answered: no more are written
+WRITE_CHUNK = 1 << 16  # input pulled into one write, at most
+READ_CHUNK = 1 << 18
+EXIT_WAIT_SECS = 1.0  # after its stdout closed, how long a process has to exit before we say so
+REPORT_BYTES = 300
+
+InputTuple = tuple[str, str, int, list[Any]]  # (source component, stream, source task, values)
+
+
+class Tx(NamedTuple):
+    """A batch attempt, as docs/transactional.md §4.2 writes it: `{"txid": 7, "attempt": 2}`."""
+
+    txid: int
+    attempt: int = 1
+
+
+class ComponentFailed(HostError):
+    """A run of a component's task broke; the Spark task must fail (and be retried)."""
+
+    def __init__(
+        self,
+        component: str,
+        task: int,
+        pid: int | None,
+        reason: str,
+        raw: bytes = b"",
+        stderr: tuple[str, ...] = (),
+    ) -> None:
+        self.component = component
+        self.task = task
+        self.pid = pid
+        self.reason = reason
+        self.raw = raw
+        self.stderr = stderr
+        text = f"{component}[{task}] pid={pid}: {reason}"
+        if raw:
+            text += f"; it wrote {shorten(raw, REPORT_BYTES)}"
+        if stderr:
+            text += "; its last stderr lines: " + " | ".join(stderr)
+        super().__init__(text)
+
+    def __reduce__(self) -> tuple[Any, ...]:  # picklable: Spark may ship it to the driver
+        return (
+            type(self),
+            (self.component, self.task, self.pid, self.reason, self.raw, self.stderr),
+        )
+
+
+class ComponentProcess:
+    """One task of one bolt, as a process that lives across runs (`run_bolt` calls) until it
+    breaks or is closed. Not thread-safe; one run at a time. `clock` is injectable."""
+
+    def __init__(
+        self,
+        topology: Topology,
+        component_id: str,
+        task_id: int,
+        *,
+        run_id: str | int = "spark",
+        committed_txid: int = 0,
+        pid_dir: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        launcher: Launcher | None = None,
+    ) -> None:
+        try:
+            comp = topology.component(component_id)
+        except KeyError:
+            raise ValueError(
+                f"topology {topology.name!r} has no component {component_id!r}"
+            ) from None
+        if comp.is_spout or comp.in_host is not None or not comp.command:
+            raise ValueError(
+                f"{component_id!r} is not a bolt with a command: only bolts run inside Spark "
+                "executors (spouts run in the driver, docs/spark.md)"
+            )
+        tasks = assign_tasks(topology)
+        self.context = build_context(topology, tasks, comp, task_id)  # checks the task id
+        self.conf = build_conf(topology, comp, run_id)
+        if comp.batch is not None:  # as host local's batch layer adds it (host/batch/layer.py)
+            self.context["batch"] = {
+                "protocol": 1,
+                "role": comp.batch,
+                "transactional_id": topology.transactional_id,
+                "committed_txid": committed_txid,
+            }
+        self.topology = topology
+        self.component = comp
+        self.task = task_id
+        self.name = f"{comp.id}[{task_id}]"
+        settings = cfg.component_settings(topology, comp)
+        self.timeout = float(settings.message_timeout_secs)
+        self.handshake_timeout = settings.handshake_timeout_secs
+        self.window = settings.bolt_max_in_flight
+        self.max_frame = settings.max_frame_bytes
+        self.ser = serializer(comp.serializer)
+        router = Router(topology, {c: list(t) for c, t in tasks.component_tasks.items()})
+        self._router = router
+        self._choosers = {s: router.chooser(comp.id, s) for s in comp.outputs}
+        # declared field counts of the streams a bolt subscribes to (others are not checked,
+        # as Storm checks a count only when it builds a copy for a target: docs/protocol.md §4.3)
+        self._counted = {
+            s: len(f) for s, f in comp.outputs.items() if not router.unsubscribed(comp.id, s)
+        }
+        self.clock = clock
+        self.launcher = launcher or Launcher()
+        self._own_pid_dir = pid_dir is None
+        self.pid_dir = pid_dir or ""  # ours: made with each process, removed with it
+        self.log = TaggedLog(comp.id, task_id)
+        self.child: Child | None = None
+        self.broken = False  # a run failed or was abandoned: the process is gone
+        self._busy = False
+        self._reset_process_state()
+
+    # -- the process -----------------------------------------------------------------------------
+    @property
+    def pid(self) -> int | None:
+        return None if self.child is None else self.child.pid
+
+    @property
+    def usable(self) -> bool:
+        """Started, not broken, and still running (a new run may use it)."""
+        return self.child is not None and not self.broken and self.child.poll() is None
+
+    def _reset_process_state(self) -> None:
+        self._pid_reply: Pid | None = None
+        self._out = b""  # bytes being written to stdin, from _off on
+        self._off = 0
+        self._urgent: list[bytes] = []  # task-id replies, heartbeats, finish: before any tuple
+        self._write_blocked = False
+        self._in_flight: dict[str, bytes] = {}  # tuple id -> its frame (for reports)
+        self._written = 0  # tuples written in the process's life
+        self._forgotten = 0
+        self._answers = 0  # acks and fails in the process's life
+        self._beats: deque[int] = deque()  # per unanswered heartbeat: _written when it was queued
+        self._next_beat = 0.0
+        self._emits: list[Emit] = []
+        self._input: Iterator[InputTuple] | None = None
+        self._tx: bytes | None = None
+        self._tx_text = ""
+        self._finish_id: str | None = None  # the finish written and not yet acked
+        self._finish_due: Tx | None = None  # the finish to write once the input is written
+        self._progress_at = 0.0
+        self._progressed = False
+        self._poll: select.poll | None = None
+
+    def start(self) -> None:
+        """Start the process and complete the handshake (ComponentFailed if it does not)."""
+        if self.child is not None:
+            raise RuntimeError(f"{self.name} is already started")
+        comp = self.component
+        self._reset_process_state()
+        self.broken = False
+        try:
+            if self._own_pid_dir:
+                self.pid_dir = tempfile.mkdtemp(prefix=f"multilang-spark-{comp.id}-")
+            child = self.launcher.start(list(comp.command), comp.cwd, child_environment(comp))
+        except OSError as exc:
+            self.broken = True
+            if self._own_pid_dir and self.pid_dir:
+                os.rmdir(self.pid_dir)
+                self.pid_dir = ""
+            raise ComponentFailed(
+                comp.id, self.task, None, f"cannot start {list(comp.command)!r}: {exc}"
+            ) from None
+        self.child = child
+        self.log.new_process(child.pid)
+        self.decoder = self.ser.decoder(self.max_frame)
+        poll = self._poll = select.poll()
+        poll.register(child.stdout_fd, select.POLLIN)
+        poll.register(child.stderr_fd, select.POLLIN)
+        deadline = self.clock() + self.handshake_timeout
+        try:
+            try:
+                self._out = self.ser.encode(
+                    Handshake(self.pid_dir, self.conf, self.ser.handshake_context(self.context))
+                )
+            except EncodeError as exc:
+                self._fail(f"the handshake cannot be encoded: {exc}")
+            while self._pid_reply is None:
+                if self.clock() > deadline:
+                    self._fail(f"no pid reply within {self.handshake_timeout:g}s of the handshake")
+                self._turn(min(1.0, max(0.0, deadline - self.clock())))
+        except BaseException:
+            self._discard()
+            raise
+
+    def close(self, grace: float = 2.0) -> None:
+        """End the process in stages (docs/protocol.md §4.10): close its stdin (libraries exit on
+        EOF), then SIGTERM, then SIGKILL to its process group, `grace` seconds each."""
+        child = self.child
+        if child is None:
+            return
+        child.close_stdin()
+        if not _wait(child, grace):
+            child.signal_group(signal.SIGTERM)
+            if not _wait(child, grace):
+                child.signal_group(signal.SIGKILL)
+                _wait(child, None)
+        self._release(child)
+
+    def kill(self) -> None:
+        """SIGKILL the process group at once (a broken task gets no grace: §4.9)."""
+        child = self.child
+        if child is None:
+            return
+        child.signal_group(signal.SIGKILL)
+        _wait(child, None)
+        self._release(child)
+
+    def _release(self, child: Child) -> None:
+        child.signal_group(signal.SIGKILL)  # what it started in its group must not outlive it
+        self._drain_stderr(child)
+        child.close()
+        self.child = None
+        self._poll = None
+        try:
+            os.unlink(os.path.join(self.pid_dir, str(child.pid)))
+        except OSError:
+            pass
+        if self._own_pid_dir and self.pid_dir:
+            try:
+                os.rmdir(self.pid_dir)
+            except OSError:
+                pass
+            self.pid_dir = ""
+
+    def _discard(self) -> None:
+        self.broken = True
+        self.kill()
+
+    # -- a run -----------------------------------------------------------------------------------
+    def run_bolt(self, tuples: Iterable[InputTuple], tx: Tx | None = None) -> Iterator[Emit]:
+        """Stream `tuples` through the bolt; yield each `Emit` it writes (for a batch bolt, its
+        finish's emits too). Lazy: nothing happens until iterated. Raises ComponentFailed."""
+        batch = self.component.batch
+        if batch is not None and tx is None:
+            raise ValueError(f"{self.name} is a batch {batch}: run_bolt needs the batch's tx")
+        if batch is None and tx is not None:
+            raise ValueError(f"{self.name} is not a batch component: it takes no tx")
+        return self._run(iter(tuples), tx)
+
+    def _run(self, tuples: Iterator[InputTuple], tx: Tx | None) -> Iterator[Emit]:
+        if self._busy:
+            raise RuntimeError(f"{self.name}: one run at a time")
+        self._busy = True
+        finished = False
+        try:
+            if self.child is None or not self.usable:
+                if self.child is not None:
+                    self.kill()  # it died while idle: a new one takes its place
+                self.start()
+            self._input = tuples
+            if tx is not None:
+                self._tx = wire.tx_json(_attempt(tx))
+                self._tx_text = f"txid {tx.txid}, attempt {tx.attempt}"
+                self._finish_due = tx
+            self._progress_at = self.clock()
+            while True:
+                self._turn(self._wait_secs())
+                if self._emits:
+                    emits, self._emits = self._emits, []
+                    yield from emits
+                if self._done():
+                    break
+            finished = True
+        finally:
+            self._busy = False
+            self._input = None
+            self._tx = None
+            if not finished:  # failed, or abandoned half-way (a cancelled Spark task)
+                self._discard()
+
+    def _done(self) -> bool:
+        return (
+            self._input is None
+            and not self._in_flight
+            and self._finish_id is None
+            and self._finish_due is None
+            and not self._urgent
+            and self._off >= len(self._out)
+        )
+
+    def _wait_secs(self) -> float:
+        if self._off < len(self._out) and not self._write_blocked:
+            return 0.0
+        return HEARTBEAT_SECS / 2
+
+    # -- one turn of the loop --------------------------------------------------------------------
+    def _turn(self, timeout: float) -> None:
+        child = self.child
+        assert child is not None and self._poll is not None
+        self._write()
+        for fd, _ in self._poll.poll(int(timeout * 1000)):
+            if fd == child.stdout_fd:
+                self._read_stdout(child)
+            elif fd == child.stderr_fd:
+                self._read_stderr(child)
+            elif fd == child.stdin_fd:
+                self._write_blocked = False
+                self._poll.unregister(fd)
+        self._write()
+        if self._pid_reply is not None:
+            self._clocked()
+
+    def _clocked(self) -> None:
+        now = self.clock()
+        if self._progressed:
+            self._progressed = False
+            self._progress_at = now
+        owing = bool(self._in_flight) or self._finish_id is not None
+        if not owing:
+            self._progress_at = now
+            return
+        if now - self._progress_at > self.timeout:
+            oldest = next(iter(self._in_flight.values()), b"")
+            self._fail(
+                f"no answer for {self.timeout:g}s (topology.message.timeout.secs) with "
+                f"{len(self._in_flight)} tuples in flight"
+                + (" and its finish owed" if self._finish_id is not None else "")
+                + (f"; the oldest: {shorten(oldest, REPORT_BYTES)}" if oldest else "")
+            )
+        if not self.component.heartbeats or len(self._beats) >= MAX_BEATS:
+            return
+        window_full = len(self._in_flight) >= self.window or self._input is None
+        probe = self._answers == 0 and window_full and not self._beats and self._in_flight
+        if probe or now >= self._next_beat:
+            self._next_beat = now + HEARTBEAT_SECS
+            self._beats.append(self._written)
+            hb = TupleMessage(str(new_id()), None, HEARTBEAT_STREAM, SYSTEM_TASK, [])
+            self._urgent.append(self.ser.encode(hb))
+
+    # -- writing ---------------------------------------------------------------------------------
+    def _write(self) -> None:
+        child = self.child
+        assert child is not None
+        while not self._write_blocked:
+            if self._off >= len(self._out):
+                self._fill()
+                if not self._out:
+                    return
+            try:
+                n = os.write(child.stdin_fd, memoryview(self._out)[self._off :])
+            except BlockingIOError:
+                self._write_blocked = True
+                assert self._poll is not None
+                self._poll.register(child.stdin_fd, select.POLLOUT)
+                return
+            except (BrokenPipeError, ConnectionResetError):
+                self._exited("its stdin closed (broken pipe)")
+            self._off += n
+
+    def _fill(self) -> None:
+        """The next bytes for stdin: what is urgent, then input tuples while the window has room."""
+        parts, self._urgent = self._urgent, []
+        size = sum(map(len, parts))
+        source = self._input
+        if source is not None and self._pid_reply is not None:
+            in_flight, window, ser, tx = self._in_flight, self.window, self.ser, self._tx
+            while len(in_flight) < window and size < WRITE_CHUNK:
+                try:
+                    comp, stream, task, values = next(source)
+                except StopIteration:
+                    self._input = None
+                    break
+                try:
+                    data = ser.values(values)
+                except EncodeError as exc:
+                    self._fail(f"an input tuple from {comp}[{task}] cannot be written: {exc}")
+                prefix = ser.tuple_prefix(comp, stream, task)
+                tid = new_id()
+                frame = (
+                    ser.tuple_frame(prefix, data, tid)
+                    if tx is None
+                    else wire.tx_tuple(prefix, data, tid, tx)
+                )
+                in_flight[str(tid)] = frame
+                parts.append(frame)
+                size += len(frame)
+                self._written += 1
+        if self._input is None and self._finish_due is not None:
+            tx_due, self._finish_due = self._finish_due, None
+            tid = new_id()
+            self._finish_id = str(tid)
+            commit = self.component.batch == "committer"
+            parts.append(wire.finish(tid, _attempt(tx_due), commit))
+        self._out = b"".join(parts)
+        self._off = 0
+
+    # -- reading ---------------------------------------------------------------------------------
+    def _read_stderr(self, child: Child) -> None:
+        try:
+            data = os.read(child.stderr_fd, READ_CHUNK)
+        except BlockingIOError:
+            return
+        if data:
+            self.log.stderr(data)
+        else:
+            assert self._poll is not None
+            self._poll.unregister(child.stderr_fd)
+            self.log.stderr_end()
+
+    def _read_stdout(self, child: Child) -> None:
+        try:
+            data = os.read(child.stdout_fd, READ_CHUNK)
+        except BlockingIOError:
+            return
+        if not data:
+            self._exited("its stdout closed")
+        try:
+            messages = self.decoder.feed(data)
+        except ProtocolError as exc:
+            self._handle(exc.decoded)
+            self._fail(f"protocol error: {exc.reason}", exc.raw)
+        self._handle(messages)
+
+    def _handle(self, messages: list[Any]) -> None:
+        if not messages:
+            return
+        in_flight = self._in_flight
+        emits = self._emits
+        counted = self._counted.get
+        self._progressed = True  # only syncs and logs are not progress: near enough
+        for m in messages:
+            kind = type(m)
+            if kind is Emit:
+                # the usual emit, checked inline (our clients': one anchor, no task ids wanted)
+                anchors = m.anchors
+                if (
+                    m.task is None
+                    and not m.need_task_ids
+                    and counted(m.stream) == len(m.values)
+                    and (not anchors or (len(anchors) == 1 and anchors[0] in in_flight))
+                ):
+                    emits.append(m)
+                    continue
+                self._check_emit(m)
+                emits.append(m)
+            elif kind is Ack:
+                self._answers += 1
+                if in_flight.pop(m.id, None) is None:
+                    self._answered_other(m)
+            elif kind is Fail:
+                self._answers += 1
+                frame = in_flight.pop(m.id, None)
+                if frame is not None:
+                    self._fail(f"it failed tuple {m.id}", frame)
+                self._answered_other(m)
+            elif kind is Sync:
+                self._synced()
+            elif kind is Log:
+                self.log.line(LOG_LEVELS.get(m.level, logging.INFO), m.msg)
+            elif kind is Error:
+                self.log.line(logging.ERROR, f"error: {m.msg}")
+            elif kind is Pid:
+                self._on_pid(m)
+            # metrics and commands Storm does not define are ignored, as Storm's ShellBolt does
+
+    def _answered_other(self, m: Ack | Fail) -> None:
+        """An ack or fail of no tuple in flight: the finish's, a forgotten tuple's, or a fault."""
+        if m.id == self._finish_id and type(m.id) is str:
+            self._finish_id = None
+            if type(m) is Fail:
+                self._fail(f"it failed the finish of its batch ({self._tx_text})")
+        elif not self._forgotten:
+            self._fail(
+                f"{type(m).__name__.lower()} of tuple {m.id!r}, which is not pending "
+                "(never sent, or already acked or failed)"
+            )
+
+    def _check_emit(self, m: Emit) -> None:
+        anchors = m.anchors
+        if anchors:
+            in_flight = self._in_flight
+            for a in anchors:
+                if a not in in_flight and a != self._finish_id and not self._forgotten:
+                    self._fail(f"emit anchored to tuple {a!r}, which is not pending", _raw(m))
+        try:
+            if m.task is not None:
+                self._router.direct_target(self.component.id, m.stream, m.values, m.task)
+            elif m.need_task_ids:
+                choose = self._choosers.get(m.stream)
+                if choose is None:
+                    raise RoutingError(
+                        f"emit to stream '{m.stream}', which '{self.component.id}' does not declare"
+                    )
+                self._urgent.append(self.ser.task_ids(list(choose(m.values))))
+            else:
+                count = self._counted.get(m.stream)
+                if count is None:
+                    if m.stream not in self.component.outputs:
+                        raise RoutingError(
+                            f"emit to stream '{m.stream}', which '{self.component.id}' does not "
+                            "declare"
+                        )
+                elif len(m.values) != count:
+                    raise RoutingError(
+                        f"emit of {len(m.values)} values to stream '{m.stream}', which declares "
+                        f"{count} fields"
+                    )
+        except RoutingError as exc:
+            self._fail(str(exc), _raw(m))
+
+    def _synced(self) -> None:
+        """A heartbeat answered. If the bolt never acked anything, it read past every tuple
+        written before that heartbeat without acking it: a bolt that does not ack (storm.rb's
+        Bolt, our Python `Bolt`), whose tuples are forgotten, as host local forgets them
+        (docs/protocol.md §4.5) -- else its partition would never end."""
+        if not self._beats:
+            return
+        mark = self._beats.popleft()
+        if self._answers == 0 and mark > self._forgotten and self._in_flight:
+            in_flight = self._in_flight
+            for tid in list(in_flight)[: mark - self._forgotten]:
+                del in_flight[tid]
+            self._forgotten = mark
+            self._progressed = True
+
+    def _on_pid(self, reply: Pid) -> None:
+        batch = self.component.batch
+        if batch is not None and BATCH_EXT not in reply.ext:
+            self._fail(
+                f"it is declared `batch: {batch}`, and its library did not announce the "
+                f"{BATCH_EXT} extension in its pid reply ({reply.ext or 'none'}) "
+                "(docs/transactional.md §4)"
+            )
+        self._pid_reply = reply
+
+    # -- the end of a process --------------------------------------------------------------------
+    def _exited(self, what: str) -> None:
+        child = self.child
+        assert child is not None
+        status = child.poll()
+        if status is None:
+            try:
+                status = child.popen.wait(EXIT_WAIT_SECS)
+            except Exception:  # still running with its stdout closed
+                status = None
+        self._drain_stderr(child)
+        owed = f" with {len(self._in_flight)} tuples in flight" if self._in_flight else ""
+        self._fail(f"{what}: {describe_exit(status)}{owed}")
+
+    def _drain_stderr(self, child: Child) -> None:
+        """Whatever stderr is left (a dying task's last words), without waiting for more."""
+        fd = child.stderr_fd
+        for _ in range(64):
+            try:
+                data = os.read(fd, READ_CHUNK)
+            except (BlockingIOError, OSError, ValueError):
+                return
+            if not data:
+                self.log.stderr_end()
+                return
+            self.log.stderr(data)
+
+    def _fail(self, reason: str, raw: bytes = b"") -> Any:
+        """Raise ComponentFailed (the caller's `finally` kills the process)."""
+        raise ComponentFailed(
+            self.component.id, self.task, self.pid, reason, raw, tuple(self.log.tail)
+        )
+
+
+def _attempt(tx: Tx) -> Attempt:
+    """The batch layer's Attempt, for host/batch/wire.py's frames (the same bytes as host local)."""
+    return Attempt(tx.txid, tx.attempt, None, False, 0.0)
+
+
+def _raw(m: Emit) -> bytes:
+    return emit_text(m).encode()
+
+
+def _wait(child: Child, timeout: float | None) -> bool:
+    """Whether the process exited within `timeout` seconds (None: as long as it takes)."""
+    try:
+        child.exit_status = child.popen.wait(timeout)
+    except Exception:  # subprocess.TimeoutExpired
+        return False
+    return True
