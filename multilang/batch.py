@@ -25,8 +25,8 @@ answers about attempts it aborted, §2.7).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from .batch_component import NO_BATCH_HOST, _BatchComponent
 from .batch_messages import BatchControl, Numbered, Tx, TxTuple
@@ -45,7 +45,7 @@ from .client import (
     _format_exception,
     _id_json,
 )
-from .messages import BATCH_EXT, HEARTBEAT_STREAM, SYSTEM_TASK, TICK_STREAM, WARN
+from .messages import BATCH_EXT, DEFAULT_STREAM, HEARTBEAT_STREAM, SYSTEM_TASK, TICK_STREAM, WARN
 
 __all__ = [
     "BATCH_EXT",
@@ -99,8 +99,21 @@ class BatchBolt(_BatchComponent):
 
     # ---- what user code can send ---------------------------------------------------------------
     # Bolt's emit, as it is (the fast path included): anchored to the message being handled
-    # unless `anchors` (Tuples or tuple ids of one attempt) are given
-    emit = Bolt.emit
+    # unless `anchors` (Tuples or tuple ids of one attempt) are given. Declared for type checkers
+    # with its signature, since a BatchBolt is not a Bolt (users' `self.emit(...)` type-checks)
+    if TYPE_CHECKING:
+
+        def emit(
+            self,
+            values: Iterable[Any],
+            stream: str = DEFAULT_STREAM,
+            anchors: Iterable[Any] = (),
+            direct_task: int | None = None,
+            need_task_ids: bool = False,
+        ) -> list[int] | None: ...
+
+    else:
+        emit = Bolt.emit
 
     # ---- dispatch ------------------------------------------------------------------------------
     def _batch_handshake(self, batch: dict[str, Any]) -> None:

@@ -20,15 +20,17 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from host.batch import wire
-from host.batch.tracker import SPOUT, Attempt, Group, Phase, Tracker
+from host.batch.tracker import SPOUT, Attempt, Group, Member, Phase, Tracker
 from host.batch.wire import BatchTag
 from host.runtime.acker import new_id
 from host.runtime.bolt_link import BoltLink
 from host.runtime.link import Fault, Link, emit_text
+from host.topology.batch_group import batch_group, feeds, role
+from host.topology.model import Topology
 from multilang.codec import EncodeError
 from multilang.messages import Emit
 
@@ -37,6 +39,16 @@ if TYPE_CHECKING:
     from host.runtime.data_path import DataPath
 
 log = logging.getLogger("host")
+
+
+def group_of(topology: Topology, tasks_of: Callable[[str], tuple[int, ...]]) -> Group:
+    """The batch group's shape (host/topology/batch_group.py: a transactional topology's batch
+    spout and what is downstream of it, or a linear DRPC topology's chain), by component and
+    task."""
+    return Group(
+        Member(cid, role(topology.component(cid)), list(tasks_of(cid)), list(feeds(topology, cid)))
+        for cid in batch_group(topology)
+    )
 
 
 class FinishLayer:

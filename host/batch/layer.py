@@ -18,14 +18,13 @@ from typing import TYPE_CHECKING, Any
 from host.batch import wire
 from host.batch.coordinator import Coordinator
 from host.batch.figures import BatchFigures
-from host.batch.finish_layer import FinishLayer
+from host.batch.finish_layer import FinishLayer, group_of
 from host.batch.spout_link import BatchSpoutLink, SpoutCommand
 from host.batch.store import BatchStore
-from host.batch.tracker import Attempt, Group, Member, Phase
+from host.batch.tracker import Attempt, Phase
 from host.batch.wire import COMMIT, EMIT, INIT, BatchTag
 from host.observe.snapshot import BatchStats
 from host.runtime.link import Fault, Link, emit_text
-from host.topology.batch_group import batch_group, feeds, role
 from host.topology.model import Topology
 from multilang.codec import dumps
 from multilang.messages import Emit
@@ -34,14 +33,6 @@ if TYPE_CHECKING:
     from host.runtime.data_path import DataPath
 
 log = logging.getLogger("host")
-
-
-def group_of(topology: Topology, tasks_of: Callable[[str], tuple[int, ...]]) -> Group:
-    """The batch group's shape (host/topology/batch_group.py), by component and task."""
-    return Group(
-        Member(cid, role(topology.component(cid)), list(tasks_of(cid)), list(feeds(topology, cid)))
-        for cid in batch_group(topology)
-    )
 
 
 class BatchLayer(FinishLayer):

@@ -14,32 +14,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from host.batch.finish_layer import FinishLayer
-from host.batch.tracker import BOLT, PLAIN, SPOUT, Attempt, Group, Member, Phase
+from host.batch.finish_layer import FinishLayer, group_of
+from host.batch.tracker import Attempt, Phase
 from host.batch.wire import BatchTag
-from host.topology.model import BATCH_BOLT, DRPC_REQUEST, Topology
+from host.topology.model import Topology
 from multilang.messages import Emit
 
 if TYPE_CHECKING:
     from host.drpc.links import LinearRequestLink
     from host.drpc.table import Request
     from host.runtime.data_path import DataPath
-
-
-def chain_group(topology: Topology, tasks_of: Callable[[str], tuple[int, ...]]) -> Group:
-    """The chain's shape: `drpc-request` is the group's spout, a `finish_batch` bolt a batch
-    bolt, every other bolt (and `drpc-result`) a plain member."""
-
-    def member(cid: str) -> Member:
-        c = topology.component(cid)
-        if c.in_host == DRPC_REQUEST:
-            kind = SPOUT
-        else:
-            kind = BOLT if c.batch == BATCH_BOLT else PLAIN
-        sources = list(dict.fromkeys(i.source for i in c.inputs))
-        return Member(cid, kind, list(tasks_of(cid)), sources)
-
-    return Group(member(c.id) for c in topology.components)
 
 
 class RequestLayer(FinishLayer):
@@ -54,7 +38,7 @@ class RequestLayer(FinishLayer):
         on_over: Callable[[Attempt], None],
         on_failed: Callable[[Attempt, str], None],
     ) -> None:
-        super().__init__(path, chain_group(topology, tasks_of))
+        super().__init__(path, group_of(topology, tasks_of))
         self.function = topology.linear_drpc
         self.max_open = max_open
         self.timeout_secs = timeout_secs

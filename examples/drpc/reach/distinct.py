@@ -21,8 +21,7 @@ class Distinct(BatchBolt):
     def finish_batch(self, batch: Batch) -> None:
         # batch.tx.txid is the request id (the same number as the tuples' first field), and the
         # only one there is for a task that got no follower of this request
-        # (the ignore: multilang's BatchBolt.emit is Bolt.emit re-bound, which mypy misreads)
-        self.emit([batch.tx.txid, len(batch.followers)])  # type: ignore[misc]
+        self.emit([batch.tx.txid, len(batch.followers)])
 
 
 Distinct().run()

@@ -14,7 +14,7 @@ class Sum(BatchBolt):
 
     def finish_batch(self, batch):
         if batch.seen:
-            self.emit([batch.tx.txid, f"python:{batch.total}"])  # type: ignore[misc]
+            self.emit([batch.tx.txid, f"python:{batch.total}"])
 
 
 Sum().run()
