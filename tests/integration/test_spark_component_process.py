@@ -471,3 +471,117 @@ def test_split_bolt_inside_pyspark_partitions():
     # a second job: the workers' processes are reused where Spark reused the workers
     out = rdd.mapPartitionsWithIndex(lambda i, it: split_partition(topology, i, it)).collect()
     assert [w for _, w in out] == expected_words(lines)
+
+
+# ---- the batch API and the fast decoding path ------------------------------------------------------
+
+
+@pytest.mark.parametrize("lang", sorted(SPLITS))
+def test_run_bolt_rows_gives_every_word_in_order_in_batches(lang, procs):
+    command, base = SPLITS[lang]
+    topology = split_topology(command, base)
+    proc = ComponentProcess(topology, "split", split_tasks(topology)[0])
+    procs.append(proc)
+    lines = sentences(3000)
+    batches = list(proc.run_bolt_rows(inputs(lines)))
+    assert {(r.stream, r.task) for r in batches} == {("default", None)}
+    assert [v[0] for r in batches for v in r.values] == expected_words(lines)
+    assert len(batches) < len(expected_words(lines))  # batches, not one row at a time
+
+
+def test_rows_keep_streams_and_direct_tasks_apart_and_in_order(procs, tmp_path):
+    """Plain emits (the fast path) mixed with emits to another stream and direct emits (the
+    general decoder), in one run: each run of emits is its own Rows, in the bolt's order."""
+
+    def document(sink_task: int) -> dict:
+        bolt = f"""
+            from multilang import BasicBolt
+            class Mixed(BasicBolt):
+                def process(self, tup):
+                    n = int(tup.values[0])
+                    self.emit([f"w{{n}}"])
+                    if n % 3 == 0:
+                        self.emit([f"o{{n}}", n], stream="other")
+                    if n % 5 == 0:
+                        self.emit([f"d{{n}}"], direct_task={sink_task})
+            Mixed().run()
+            """
+        noop = ["python", "-c", "pass"]
+        return {
+            "name": "rows-test",
+            "spouts": {"s": {"command": noop, "outputs": ["sentence"]}},
+            "bolts": {
+                "split": {
+                    "command": bolt_snippet(bolt),
+                    "outputs": {"default": ["word"], "other": ["word", "n"]},
+                    "inputs": {"s": "shuffle"},
+                },
+                "sink": {"command": noop, "outputs": [], "inputs": {"split": "direct"}},
+            },
+        }
+
+    sink = assign_tasks(from_document(document(0), base_dir=tmp_path)).tasks_of("sink")[0]
+    topology = from_document(document(sink), base_dir=tmp_path)
+    proc = ComponentProcess(topology, "split", split_tasks(topology)[0])
+    procs.append(proc)
+    n = 300
+    expected = []
+    for i in range(n):
+        expected.append(("default", None, [f"w{i}"]))
+        if i % 3 == 0:
+            expected.append(("other", None, [f"o{i}", i]))
+        if i % 5 == 0:
+            expected.append(("default", sink, [f"d{i}"]))
+    got = [
+        (r.stream, r.task, v)
+        for r in proc.run_bolt_rows(inputs([str(i) for i in range(n)]))
+        for v in r.values
+    ]
+    assert got == expected
+    emits = list(proc.run_bolt(inputs([str(i) for i in range(n)])))
+    assert [(e.stream, e.task, e.values) for e in emits] == expected
+
+
+def test_a_wrong_field_count_in_a_plain_emit_fails_the_run(procs, tmp_path):
+    topology = split_topology(
+        bolt_snippet(
+            """
+            from multilang import BasicBolt
+            class Two(BasicBolt):
+                def process(self, tup):
+                    self.emit([tup.values[0]])
+                    if tup.values[0] == "bad":
+                        self.emit(["a", "b"])
+            Two().run()
+            """
+        ),
+        tmp_path,
+    )
+    proc = ComponentProcess(topology, "split", split_tasks(topology)[0])
+    procs.append(proc)
+    with pytest.raises(ComponentFailed, match="emit of 2 values to stream 'default'"):
+        words_of(proc, ["ok"] * 500 + ["bad"] + ["ok"] * 500)
+
+
+def test_a_plain_emit_anchored_to_an_acked_tuple_fails_the_run(procs, tmp_path):
+    """A plain emit after its tuple's ack, in the same read as the ack: the fast path checks
+    anchors in order, as the general one does."""
+    topology = split_topology(
+        bolt_snippet(
+            """
+            from multilang import Bolt
+            class Late(Bolt):
+                def process(self, tup):
+                    self.emit([tup.values[0]], anchors=[tup])
+                    self.ack(tup)
+                    if tup.values[0] == "late":
+                        self.emit(["again"], anchors=[tup])
+            Late().run()
+            """
+        ),
+        tmp_path,
+    )
+    proc = ComponentProcess(topology, "split", split_tasks(topology)[0])
+    procs.append(proc)
+    with pytest.raises(ComponentFailed, match="which is not pending"):
+        words_of(proc, ["ok"] * 200 + ["late"] + ["ok"] * 200)

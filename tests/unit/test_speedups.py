@@ -1,5 +1,5 @@
 """The optional speed-ups of the host's decoder against their pure Python reference versions:
-multilang/_speedups.c (parsed values -> typed messages) and orjson in `codec._parse_array`."""
+multilang/_speedups.c (parsed values -> typed messages) and orjson in `codec.parse_array`."""
 
 from __future__ import annotations
 
@@ -220,7 +220,7 @@ def test_random_values_decode_as_the_python_version(values, awaiting_pid):
     same(values, awaiting_pid)
 
 
-# ---- orjson in _parse_array ---------------------------------------------------------------------
+# ---- orjson in parse_array ---------------------------------------------------------------------
 
 needs_orjson = pytest.mark.skipif(codec._orjson is None, reason="orjson is not installed")
 
@@ -234,7 +234,7 @@ def ujson_or_error(text: bytes):
 
 def parse_or_error(text: bytes):
     try:
-        return codec._parse_array(text)
+        return codec.parse_array(text)
     except (ValueError, OverflowError) as exc:
         return type(exc)
 
