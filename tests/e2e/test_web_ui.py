@@ -3,7 +3,8 @@ subprocess, its page in real headless Chromium (Debian's chromium and chromium-d
 `make tools` installs) driven by selenium with the driver given explicitly, so selenium-manager
 never tries to download anything. The batches section (docs/transactional.md §6) is checked with
 the UI's own server (real HTTP, real browser) serving made-up snapshots, so that every figure is
-known."""
+known; so is the DRPC section (docs/drpc.md §6), which is then checked again against a real DRPC
+run called over real HTTP."""
 
 from __future__ import annotations
 
@@ -16,8 +17,11 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
+from urllib.parse import quote
 
 import psutil
 import pytest
@@ -31,8 +35,10 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from host.observe.snapshot import Snapshot
 from host.observe.web.server import WebUI
-from host.topology import TopologyBuilder
+from host.topology import TopologyBuilder, load
 from tests.support.batch_snapshot import batches
+from tests.support.drpc_snapshot import URL as MADE_UP_DRPC_URL
+from tests.support.drpc_snapshot import drpc
 from tests.support.typed_dict_check import typed_dict_problems
 from tests.unit.test_view import snapshot
 
@@ -42,6 +48,8 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 COMPONENTS = {"sentences", "split", "count", "report"}
 TX_COMPONENTS = ROOT / "tests" / "integration" / "components" / "python" / "tx"
+EXCLAIM = ROOT / "examples" / "drpc" / "exclaim" / "topology.yaml"
+IN_HOST = {"drpc-request", "drpc-result"}  # the linear DRPC topology's ends (docs/drpc.md §3.2)
 URL_LINE = re.compile(r"^web UI: (http://127\.0\.0\.1:(\d+)/)$")
 
 pytestmark = pytest.mark.slow
@@ -64,6 +72,8 @@ def browser(tmp_path_factory):
         f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
     ):
         options.add_argument(arg)
+    # the console's messages, for console_errors()
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     driver.set_page_load_timeout(30)
     yield driver
@@ -115,6 +125,19 @@ def host():
     running = Host("--duration", "120")
     yield running
     running.stop()
+
+
+def console_errors(driver: webdriver.Chrome) -> list[str]:
+    """The errors the page's console got since the last call (reading the log empties it):
+    uncaught exceptions, console.error, failed requests."""
+    return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def fresh_console(driver: webdriver.Chrome) -> None:
+    """Leave the previous test's page (it may still poll a host that is gone) and empty the
+    console's log, so that console_errors() then sees only the next page's."""
+    driver.get("about:blank")
+    console_errors(driver)
 
 
 def number(text: str) -> int:
@@ -323,5 +346,217 @@ def test_a_transactional_run_serves_and_shows_its_batches(browser, tmp_path):
         assert section["committed_tuples"] == 60  # every number once
         assert [b["txid"] for b in section["recent"]] == list(range(1, 10))
         assert sum(b["tuples"] for b in section["recent"]) >= 60  # the spout's, and partial's
+    finally:
+        assert running.stop() == 0
+
+
+# ---- DRPC (docs/drpc.md §6) ------------------------------------------------------------------
+
+
+@pytest.fixture
+def drpc_ui():
+    """The web UI's server alone, for examples/drpc/exclaim (linear: drpc-request -> exclaim ->
+    drpc-result, the two ends inside the host); no component runs."""
+    server = WebUI(load(str(EXCLAIM)), port=0)
+    server.start()
+    yield server
+    server.stop()
+
+
+def exclaim_snapshot(uptime: float, section: Any | None) -> Any:
+    """test_view's snapshot with one component, `exclaim` (its `count`: 2 tasks), and `section`
+    as its `drpc` section (none when None)."""
+    snap = snapshot(uptime=uptime)
+    snap["components"] = {"exclaim": snap["components"]["count"]}
+    if section is not None:
+        snap["drpc"] = section
+    assert typed_dict_problems(snap, Snapshot, extra_keys=False) == []
+    return snap
+
+
+def classes(element: Any) -> set[str]:
+    return set((element.get_attribute("class") or "").split())
+
+
+DRPC_COUNTS = (
+    "answered",
+    "failed",
+    "timed-out",
+    "rejected",
+    "pending",
+    "waiting",
+    "connections",
+    "late",
+    "duplicate",
+)
+
+
+def test_page_shows_the_drpc_section_and_the_parts_that_run_in_the_host(browser, drpc_ui):
+    fresh_console(browser)
+    drpc_ui.publish(exclaim_snapshot(10.0, drpc()))
+    browser.get(drpc_ui.url)
+    wait = WebDriverWait(browser, 20, poll_frequency=0.1)
+    wait.until(lambda d: d.find_element(By.ID, "drpc").is_displayed())
+
+    def text(element_id: str) -> str:
+        return browser.find_element(By.ID, element_id).text
+
+    assert text("drpc-url") == MADE_UP_DRPC_URL
+    assert text("drpc-functions") == "exclaim"
+    assert text("drpc-call") == f"{MADE_UP_DRPC_URL}/drpc/exclaim/ARGS"
+    assert {name: text(f"drpc-{name}") for name in DRPC_COUNTS} == {
+        "answered": "12,345",
+        "failed": "7",
+        "timed-out": "3",
+        "rejected": "2",
+        "pending": "9",
+        "waiting": "4",
+        "connections": "6",
+        "late": "5",
+        "duplicate": "1",
+    }
+    assert text("drpc-latency") == "4.5 / 37.5 / 120.0 ms"
+    highlighted = {
+        name: classes(browser.find_element(By.ID, f"drpc-{name}")) & {"bad", "warn"}
+        for name in DRPC_COUNTS
+    }
+    assert highlighted == {
+        **{name: set() for name in DRPC_COUNTS},
+        "failed": {"bad"},
+        "timed-out": {"bad"},
+        "rejected": {"warn"},
+    }
+    assert not browser.find_element(By.ID, "batches").is_displayed()
+
+    # the graph draws the in-host ends, labelled, with DRPC figures in place of a task's
+    nodes = {
+        n.get_attribute("data-id"): n
+        for n in browser.find_elements(By.CSS_SELECTOR, "#graph g.node")
+    }
+    assert set(nodes) == IN_HOST | {"exclaim"}
+    assert {cid for cid, n in nodes.items() if "in-host" in classes(n)} == IN_HOST
+    for cid in IN_HOST:
+        assert "runs inside the host" in nodes[cid].text
+    assert "PrepareRequest(exclaim)" in nodes["drpc-request"].text
+    assert "pending 9" in nodes["drpc-request"].text
+    assert "answered 12,345" in nodes["drpc-result"].text
+    assert "executed 5,000" in nodes["exclaim"].text
+    assert browser.find_element(By.ID, "in-host-hint").is_displayed()
+
+    # the tables: the components with a process with their figures, the in-host ones with a
+    # row that says where they run; every row as wide as the table
+    for table, ids in (("spouts", ["drpc-request"]), ("bolts", ["exclaim", "drpc-result"])):
+        rows = browser.find_elements(By.CSS_SELECTOR, f"#{table} tbody tr")
+        assert [r.get_attribute("data-id") for r in rows] == ids
+        heads = browser.find_elements(By.CSS_SELECTOR, f"#{table} thead th")
+        for row in rows:
+            tds = row.find_elements(By.TAG_NAME, "td")
+            assert sum(int(td.get_attribute("colspan") or 1) for td in tds) == len(heads)
+            assert ("in-host" in classes(row)) == (row.get_attribute("data-id") in IN_HOST)
+    assert "runs inside the host: JoinResult" in text("bolts")
+
+    # an in-host part's panel says where it runs, and has no tasks
+    nodes["drpc-request"].click()
+    wait.until(lambda d: d.find_element(By.ID, "detail").is_displayed())
+    assert text("detail-name") == "drpc-request"
+    assert "inside the host, no process: PrepareRequest(exclaim)" in text("detail-body")
+    assert browser.find_elements(By.CSS_SELECTOR, "#detail #tasks") == []
+    node = '#graph g.node[data-id="drpc-request"]'
+    wait.until(lambda d: "selected" in classes(d.find_element(By.CSS_SELECTOR, node)))
+
+    # the next snapshot: nothing failed, timed out or rejected, so nothing highlighted
+    drpc_ui.publish(exclaim_snapshot(11.0, drpc(troubled=False, answered=12400)))
+    wait.until(lambda d: text("drpc-answered") == "12,400")
+    for name in ("failed", "timed-out", "rejected"):
+        assert text(f"drpc-{name}") == "0"
+        assert not classes(browser.find_element(By.ID, f"drpc-{name}")) & {"bad", "warn"}
+
+    # a snapshot without the section hides it
+    drpc_ui.publish(exclaim_snapshot(12.0, None))
+    wait.until(lambda d: not d.find_element(By.ID, "drpc").is_displayed())
+    assert "pending" not in browser.find_element(By.CSS_SELECTOR, node).text
+    assert console_errors(browser) == []
+
+
+def served_snapshot(url: str) -> Any | None:
+    """/api/snapshot, or None while the host has published none (503)."""
+    try:
+        with urllib.request.urlopen(url + "api/snapshot", timeout=10) as response:
+            return json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        if exc.code == 503:
+            return None
+        raise
+
+
+def wait_for_snapshot(url: str, fits: Any, timeout: float = 60) -> Any:
+    """The first snapshot served that `fits(snapshot)`; AssertionError with the last one after
+    `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = served_snapshot(url)
+        if last is not None and fits(last):
+            return last
+        time.sleep(0.1)
+    raise AssertionError(f"no snapshot fit in {timeout}s; the last: {json.dumps(last)[:2000]}")
+
+
+def test_a_drpc_run_serves_and_shows_its_drpc_section(browser):
+    """examples/drpc/exclaim run for real, called over real HTTP: /api/snapshot's `drpc` section
+    fits the schema and counts the calls, and the page shows it without a console error."""
+    running = Host("--drpc-bind", "127.0.0.1:0", "--duration", "120", topology=EXCLAIM)
+    try:
+        started = wait_for_snapshot(running.url, lambda s: "drpc" in s)
+        drpc_url = started["drpc"]["url"]
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+", drpc_url)
+        assert started["drpc"]["functions"] == ["exclaim"]
+        assert started["drpc"]["answered"] == 0
+
+        words = ["hi", "a b", "café"]
+        for word in words:
+            call = f"{drpc_url}/drpc/exclaim/{quote(word)}"
+            with urllib.request.urlopen(call, timeout=60) as response:
+                assert response.read().decode("utf-8") == word + "!"
+        with pytest.raises(urllib.error.HTTPError) as unknown:
+            urllib.request.urlopen(f"{drpc_url}/drpc/nope/x", timeout=60)
+        assert unknown.value.code == 404
+        unknown.value.close()
+
+        served = wait_for_snapshot(
+            running.url,
+            lambda s: s["drpc"]["answered"] == len(words) and s["drpc"]["rejected"] == 1,
+        )
+        assert typed_dict_problems(served, Snapshot, extra_keys=False) == []
+        section = served["drpc"]
+        assert (section["url"], section["failed"], section["timed_out"]) == (drpc_url, 0, 0)
+        assert (section["pending"], section["waiting"]) == (0, 0)
+        assert (section["late"], section["duplicate"]) == (0, 0)
+        latency = section["latency_ms"]
+        assert latency["p50"] is not None and latency["max"] >= latency["p50"] > 0
+        assert set(served["components"]) == {"exclaim"}  # the in-host ends have no entry
+
+        with urllib.request.urlopen(running.url + "api/topology", timeout=10) as response:
+            topology = json.loads(response.read())
+        assert {c["id"]: c["in_host"] for c in topology["components"]} == {
+            "drpc-request": "PrepareRequest(exclaim), in host",
+            "exclaim": None,
+            "drpc-result": "JoinResult, in host",
+        }
+
+        fresh_console(browser)
+        browser.get(running.url)
+        wait = WebDriverWait(browser, 30, poll_frequency=0.2)
+        wait.until(lambda d: d.find_element(By.ID, "drpc-answered").text == str(len(words)))
+        assert browser.find_element(By.ID, "drpc-url").text == drpc_url
+        assert browser.find_element(By.ID, "drpc-functions").text == "exclaim"
+        rejected = browser.find_element(By.ID, "drpc-rejected")
+        assert rejected.text == "1" and "warn" in classes(rejected)
+        failed = browser.find_element(By.ID, "drpc-failed")
+        assert failed.text == "0" and "bad" not in classes(failed)
+        in_host = browser.find_elements(By.CSS_SELECTOR, "#graph g.node.in-host")
+        assert {n.get_attribute("data-id") for n in in_host} == IN_HOST
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, '#bolts tr[data-id="exclaim"]'))
+        assert console_errors(browser) == []
     finally:
         assert running.stop() == 0

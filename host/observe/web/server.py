@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 from host.observe.snapshot import Snapshot
 from host.topology.flux_java import builtin_for_command
-from host.topology.graph import edge_label
+from host.topology.graph import edge_label, in_host_label
 from host.topology.model import Topology
 
 HOST = "127.0.0.1"  # never anything else: the UI shows commands, config and log lines
@@ -73,6 +73,10 @@ def topology_json(topology: Topology) -> dict[str, Any]:
                     for i in c.inputs
                 ],
                 "config": c.config,
+                # a DRPC part run inside the host (docs/drpc.md §3), e.g. "DRPCSpout(exclaim), in
+                # host"; None for a component with a process. An in-host part has no entry in
+                # the snapshot's `components`: the page labels it instead of showing figures.
+                "in_host": in_host_label(c),
             }
         )
     return {

@@ -219,14 +219,17 @@ function drawGraph(topology) {
   for (const c of topology.components) {
     const p = place.get(c.id);
     const group = svg('g', {
-      class: `node ${c.kind}`, 'data-id': c.id, transform: `translate(${p.x},${p.y})`,
+      class: `node ${c.kind}${c.in_host ? ' in-host' : ''}`, 'data-id': c.id,
+      transform: `translate(${p.x},${p.y})`,
     });
     group.append(svg('rect', { width: NODE_W, height: NODE_H }));
     group.append(svg('text', { class: 'title', x: 10, y: 19 }, clip(c.id, 24)));
-    const runs = c.builtin ? c.builtin : c.command.join(' ');
-    group.append(svg('text', { class: 'sub', x: 10, y: 35 },
-      `${c.kind} · ×${c.parallelism} · ${clip(runs, 18)}`));
-    const live = svg('text', { class: 'live', x: 10, y: 54 }, '');
+    // an in-host part has no process, so no entry in the snapshot's components: its node says
+    // where it runs and what it stands for in place of a task's figures
+    group.append(svg('text', { class: 'sub', x: 10, y: 35 }, `${c.kind} · ×${c.parallelism} · ` +
+      (c.in_host ? 'runs inside the host' : clip(runsText(c), 18))));
+    const live = svg('text', { class: c.in_host ? 'live where' : 'live', x: 10, y: 54 },
+      c.in_host ? clip(runsText(c), 28) : '');
     const rate = svg('text', { class: 'live', x: 10, y: 71 }, '');
     group.append(live, rate);
     const badge = svg('g', { class: 'badge', transform: `translate(${NODE_W - 4},4)` });
@@ -236,11 +239,18 @@ function drawGraph(topology) {
     badge.append(badgeText);
     group.append(badge);
     group.append(svg('title', {}, `${c.id} (${c.kind}, ${c.parallelism} task` +
-      `${c.parallelism === 1 ? '' : 's'}): ${c.command.join(' ')}`));
+      `${c.parallelism === 1 ? '' : 's'}): ${c.in_host ? c.in_host : c.command.join(' ')}`));
     group.addEventListener('click', () => select(c.id));
     nodeLayer.append(group);
     state.nodes.set(c.id, { group, live, rate, badge, badgeText });
   }
+}
+
+// What a component runs, in a few words: the Storm class an in-host DRPC part stands for (its
+// `in_host`, from /api/topology), a built-in's short name, or the command line.
+function runsText(c) {
+  if (c.in_host) return c.in_host.replace(/, in host$/, '');
+  return c.builtin ? c.builtin : c.command.join(' ');
 }
 
 function clip(text, n) {
@@ -328,6 +338,14 @@ function perSecond(cid, key) {
 
 function updateGraph(snap) {
   for (const [cid, node] of state.nodes) {
+    node.group.classList.toggle('selected', cid === state.selected);
+    if (node.group.classList.contains('in-host')) {
+      // a DRPC part: the requests it reads (a spout) or answers (a bolt), from the `drpc` section
+      const d = snap.drpc;
+      const spout = node.group.classList.contains('spout');
+      node.rate.textContent = !d ? '' : spout ? `pending ${fmtInt(d.pending)}` : `answered ${fmtInt(d.answered)}`;
+      continue;
+    }
     const c = snap.components[cid];
     if (!c) continue;
     const spout = node.group.classList.contains('spout');
@@ -346,7 +364,6 @@ function updateGraph(snap) {
     const trouble = (c.errors || 0) + (c.restarts || 0);
     node.badge.style.display = trouble ? '' : 'none';
     node.badgeText.textContent = trouble > 99 ? '99+' : String(trouble);
-    node.group.classList.toggle('selected', cid === state.selected);
   }
 }
 
@@ -456,7 +473,9 @@ function cell(cid, c, key) {
   return td;
 }
 
-function fillStats(table, columnsOf, entries) {
+// `inHost`: the topology's components of the table's kind that run inside the host; they have
+// no figures, so each gets a row that says so (after the others, as the graph draws them).
+function fillStats(table, columnsOf, entries, inHost) {
   if (!table.tHead) {
     const head = table.createTHead().insertRow();
     for (const [key, title] of columnsOf) {
@@ -471,14 +490,26 @@ function fillStats(table, columnsOf, entries) {
     for (const [key] of columnsOf) tr.append(cell(cid, c, key));
     return tr;
   });
+  for (const comp of inHost) {
+    const tr = el('tr', { 'data-id': comp.id, class: 'in-host' });
+    if (comp.id === state.selected) tr.classList.add('selected');
+    tr.addEventListener('click', () => select(comp.id));
+    tr.append(el('td', { 'data-key': 'id', class: 'text' }, comp.id),
+      el('td', { class: 'text dim', colspan: String(columnsOf.length - 1) },
+        `runs inside the host: ${runsText(comp)} (no process, so no figures here; see DRPC)`));
+    rows.push(tr);
+  }
   table.tBodies[0].replaceChildren(...rows);
 }
 
 function updateTables(snap) {
   const kinds = new Map(state.topology.components.map((c) => [c.id, c.kind]));
   const entries = Object.entries(snap.components);
-  fillStats($('spouts'), SPOUT_COLUMNS, entries.filter(([cid]) => kinds.get(cid) === 'spout'));
-  fillStats($('bolts'), BOLT_COLUMNS, entries.filter(([cid]) => kinds.get(cid) !== 'spout'));
+  const inHost = state.topology.components.filter((c) => c.in_host);
+  fillStats($('spouts'), SPOUT_COLUMNS, entries.filter(([cid]) => kinds.get(cid) === 'spout'),
+    inHost.filter((c) => c.kind === 'spout'));
+  fillStats($('bolts'), BOLT_COLUMNS, entries.filter(([cid]) => kinds.get(cid) !== 'spout'),
+    inHost.filter((c) => c.kind !== 'spout'));
 }
 
 function updateFailures(snap) {
@@ -617,6 +648,38 @@ function updateBatches(snap) {
     'None committed in this run yet.');
 }
 
+// ---- DRPC (docs/drpc.md §6) -------------------------------------------------------------------
+// Shown only when the snapshot has a `drpc` section (a topology with DRPC functions). Failed and
+// timed-out requests are errors their callers got, so they are red; rejected ones (an unknown
+// function, the table full) are a warning, as the batches' replays are.
+function setCount(id, value, highlight) {
+  const node = $(id);
+  node.textContent = fmtInt(value);
+  for (const name of ['bad', 'warn']) node.classList.toggle(name, name === highlight && Boolean(value));
+}
+
+function updateDrpc(snap) {
+  const section = $('drpc');
+  const d = snap.drpc;
+  if (!d) { section.hidden = true; return; }
+  section.hidden = false;
+  $('drpc-url').textContent = d.url;
+  const functions = d.functions || [];
+  $('drpc-functions').textContent = functions.length ? functions.join(', ') : 'none';
+  $('drpc-call').textContent = `${d.url}/drpc/${functions.length === 1 ? functions[0] : 'FUNCTION'}/ARGS`;
+  setCount('drpc-answered', d.answered);
+  setCount('drpc-failed', d.failed, 'bad');
+  setCount('drpc-timed-out', d.timed_out, 'bad');
+  setCount('drpc-rejected', d.rejected, 'warn');
+  setCount('drpc-pending', d.pending);
+  setCount('drpc-waiting', d.waiting);
+  setCount('drpc-connections', d.connections);
+  setCount('drpc-late', d.late);
+  setCount('drpc-duplicate', d.duplicate);
+  const lat = d.latency_ms || {};
+  $('drpc-latency').textContent = `${fmtMs(lat.p50)} / ${fmtMs(lat.p99)} / ${fmtMs(lat.max)} ms`;
+}
+
 // ---- the component panel --------------------------------------------------------------------
 function select(cid) {
   state.selected = state.selected === cid ? null : cid;
@@ -634,10 +697,12 @@ function updateDetail(snap) {
   const c = snap.components[cid] || {};
   const body = $('detail-body');
   const dl = el('dl');
-  const facts = [
-    ['kind', comp.kind], ['tasks', String(comp.parallelism)], ['command', comp.command.join(' ')],
-    ['serializer', comp.serializer],
-  ];
+  const facts = [['kind', comp.kind], ['tasks', String(comp.parallelism)]];
+  if (comp.in_host) {
+    facts.push(['runs', `inside the host, no process: ${runsText(comp)}`]);
+  } else {
+    facts.push(['command', comp.command.join(' ')], ['serializer', comp.serializer]);
+  }
   if (comp.builtin) facts.push(['stands for', comp.builtin]);
   for (const [stream, fields] of Object.entries(comp.outputs)) facts.push([`emits on ${stream}`, `[${fields.join(', ')}]`]);
   for (const input of comp.inputs) facts.push([`reads ${input.source}`, `stream ${input.stream}, ${input.label}`]);
@@ -714,6 +779,7 @@ function render(snap, fresh = false) {
   updateFailures(snap);
   updateLogs(snap);
   updateBatches(snap);
+  updateDrpc(snap);
 }
 
 function setStatus(kind, text) {
@@ -754,6 +820,7 @@ async function main() {
   if (entries.length) config.replaceChildren(...keyValues(topology.config).children);
   else config.replaceChildren(el('tr', {}).appendChild(el('td', { class: 'dim' }, 'No settings: Storm\'s defaults.')).parentNode);
   drawGraph(topology);
+  $('in-host-hint').hidden = !topology.components.some((c) => c.in_host);
   poll();
 }
 
