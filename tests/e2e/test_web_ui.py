@@ -194,8 +194,10 @@ def test_page_shows_the_graph_and_counters_increase_while_the_topology_runs(brow
     # a component's tasks, on click
     browser.find_element(By.CSS_SELECTOR, '#graph g.node[data-id="count"]').click()
     wait.until(lambda d: d.find_element(By.ID, "detail").is_displayed())
-    rows = browser.find_elements(By.CSS_SELECTOR, "#detail #tasks tbody tr")
-    assert len(rows) == 2  # parallelism 2
+    rows = browser.execute_script(  # a count, in one script: the page redraws its tables
+        "return document.querySelectorAll('#detail #tasks tbody tr').length;"
+    )
+    assert rows == 2  # parallelism 2
 
     # nothing listens anywhere but on 127.0.0.1: not the host, not its components
     procs = [psutil.Process(host.proc.pid), *psutil.Process(host.proc.pid).children(True)]
@@ -256,9 +258,14 @@ def test_page_shows_the_batches_of_a_transactional_topology(browser, batch_ui):
     assert text("batch-last-abort").startswith("last abort: txid 42 attempt 1: a tuple failed")
 
     def cells(table: str, txid: int) -> dict[str, str]:
-        row = browser.find_element(By.CSS_SELECTOR, f'#{table} tbody tr[data-txid="{txid}"]')
-        tds = row.find_elements(By.TAG_NAME, "td")
-        return {td.get_attribute("data-key"): td.text for td in tds}
+        # read in one script: the page redraws its tables on every poll, and elements found
+        # one call before may be gone (stale) by the next
+        return browser.execute_script(  # type: ignore[no-any-return]
+            "const row = document.querySelector(arguments[0]);"
+            "return Object.fromEntries(Array.from(row.querySelectorAll('td'),"
+            " (td) => [td.dataset.key, td.textContent]));",
+            f'#{table} tbody tr[data-txid="{txid}"]',
+        )
 
     assert cells("open-attempts", 42) == {
         "txid": "42",
@@ -269,8 +276,11 @@ def test_page_shows_the_batches_of_a_transactional_topology(browser, batch_ui):
         "finished": "5 / 6",
     }
     assert cells("open-attempts", 43)["phase"] == "processing"
-    recent = browser.find_elements(By.CSS_SELECTOR, "#recent-batches tbody tr")
-    assert [r.get_attribute("data-txid") for r in recent] == [str(t) for t in range(41, 29, -1)]
+    recent = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#recent-batches tbody tr'),"
+        " (tr) => tr.dataset.txid);"
+    )
+    assert recent == [str(t) for t in range(41, 29, -1)]
     newest = cells("recent-batches", 41)
     assert (newest["tuples"], newest["processing_ms"], newest["commit_ms"]) == (
         "1,041",
@@ -335,8 +345,11 @@ def test_a_transactional_run_serves_and_shows_its_batches(browser, tmp_path):
         # 60 numbers, 7 a batch: 9 batches, then the spout has nothing more
         wait.until(lambda d: d.find_element(By.ID, "batch-committed-txid").text == "9")
         assert browser.find_element(By.ID, "batch-id").text == "gc-ui"
-        recent = browser.find_elements(By.CSS_SELECTOR, "#recent-batches tbody tr")
-        assert [r.get_attribute("data-txid") for r in recent] == [str(t) for t in range(9, 0, -1)]
+        recent = browser.execute_script(  # in one script: the page redraws its tables
+            "return Array.from(document.querySelectorAll('#recent-batches tbody tr'),"
+            " (tr) => tr.dataset.txid);"
+        )
+        assert recent == [str(t) for t in range(9, 0, -1)]
         with urllib.request.urlopen(running.url + "api/snapshot", timeout=5) as response:
             served = json.loads(response.read())
         assert typed_dict_problems(served, Snapshot, extra_keys=False) == []
@@ -446,13 +459,19 @@ def test_page_shows_the_drpc_section_and_the_parts_that_run_in_the_host(browser,
     # the tables: the components with a process with their figures, the in-host ones with a
     # row that says where they run; every row as wide as the table
     for table, ids in (("spouts", ["drpc-request"]), ("bolts", ["exclaim", "drpc-result"])):
-        rows = browser.find_elements(By.CSS_SELECTOR, f"#{table} tbody tr")
-        assert [r.get_attribute("data-id") for r in rows] == ids
-        heads = browser.find_elements(By.CSS_SELECTOR, f"#{table} thead th")
-        for row in rows:
-            tds = row.find_elements(By.TAG_NAME, "td")
-            assert sum(int(td.get_attribute("colspan") or 1) for td in tds) == len(heads)
-            assert ("in-host" in classes(row)) == (row.get_attribute("data-id") in IN_HOST)
+        # read in one script: the page redraws its tables on every poll (elements found one
+        # call before may be stale by the next)
+        heads, rows = browser.execute_script(
+            "const t = document.getElementById(arguments[0]);"
+            "return [t.tHead.rows[0].cells.length, Array.from(t.tBodies[0].rows, (tr) => ["
+            " tr.dataset.id, tr.classList.contains('in-host'),"
+            " Array.from(tr.cells).reduce((n, td) => n + (td.colSpan || 1), 0)])];",
+            table,
+        )
+        assert [r[0] for r in rows] == ids
+        for cid, in_host, width in rows:
+            assert width == heads
+            assert in_host == (cid in IN_HOST)
     assert "runs inside the host: JoinResult" in text("bolts")
 
     # an in-host part's panel says where it runs, and has no tasks
