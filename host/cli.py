@@ -15,6 +15,7 @@ import click
 
 from host.drpc.command import drpc as drpc_command
 from host.errors import TopologyError
+from host.spark.command import spark as spark_command
 from host.topology.drpc_info import drpc_lines
 
 if TYPE_CHECKING:  # imported where used: `python -m host validate` starts no runtime
@@ -106,6 +107,9 @@ def main() -> None:
 
 
 main.add_command(drpc_command)  # `drpc FUNCTION ARGS`: call a DRPC function (docs/drpc.md §4)
+main.add_command(
+    spark_command
+)  # `spark TOPOLOGY`: a transactional topology on Spark (docs/spark.md)
 
 
 @main.command()

@@ -1,0 +1,346 @@
+"""The Spark engine for transactional topologies: a Plan run as a PySpark Structured Streaming
+query, each micro-batch one transaction (docs/spark.md §4).
+
+    engine = SparkEngine(plan, checkpoint_dir, master="local[*]")
+    code = engine.run()          # until --max-batches commits, a stop(), or a failure
+
+The batch spout is the query's source (host/spark/source.py: the txid is the offset). Each
+micro-batch runs in `foreachBatch` on the driver:
+
+1. txid = Spark batch id + 1. A txid the state already has committed (the driver died after our
+   commit and before Spark's) is skipped; a txid beyond the next to commit is an error.
+2. The txid's attempt number is its stored count + 1, written (fsynced) before any of its
+   tuples is read: restarts and retries of the micro-batch keep counting up.
+3. The bolt stages run over RDDs (host/spark/stages.py): processing, then the commit phase.
+4. Every spout task gets `batch_commit` (driver side), then `currtx` moves past the txid.
+   Only then does `foreachBatch` return and Spark record the micro-batch as done.
+
+`foreachBatch` raising stops a Spark query (Spark does not retry the micro-batch by itself): the
+engine starts the query again from its checkpoint, up to `max_restarts` times in a row, and the
+micro-batch is run again with the next attempt number. A committer that stores the txid with its
+state (docs/transactional.md §7) makes the re-run harmless.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from types import FrameType
+from typing import Any
+
+from host.batch.store import BatchStore
+from host.errors import HostError, TopologyError
+from host.spark import process_cache
+from host.spark.batch_spout_process import BatchSpoutProcess, close_spouts
+from host.spark.component_process import Tx
+from host.spark.plan import TRANSACTIONAL_SOURCE, Plan, Stage
+from host.spark.source import (
+    SOURCE_NAME,
+    BatchSpoutSource,
+    meta_record,
+    source_options,
+)
+from host.spark.stages import BatchRun, Output
+from host.topology import settings as cfg
+
+log = logging.getLogger("host.spark")
+
+DEFAULT_MASTER = "local[*]"
+MASTER_KEY = "spark.master"
+SPARK_OWN_KEYS = "spark.spout."  # the Spark spout's settings, not Spark's
+STATE_SUBDIR = "batches"  # <checkpoint>/batches: the transactional state (host local's layout)
+QUERY_SUBDIR = "query"  # <checkpoint>/query: Spark's own checkpoint of the query
+POLL_SECS = 0.2
+STREAMING = "org.apache.spark.sql.execution.streaming.runtime."
+# "falling behind" each time a micro-batch outlasts the trigger interval: no action to take
+QUIET_AT_START = {STREAMING + "ProcessingTimeExecutor": "ERROR"}
+# the query's end by our own StopRequested is logged as an error with a traceback: it is not one
+QUIET_AT_STOP = {STREAMING + "MicroBatchExecution": "OFF", STREAMING + "StreamExecution": "OFF"}
+MIN_PYSPARK = (4, 2)  # DataSourceStreamReader.latestOffset(start, limit)
+
+
+class EngineFailed(HostError):
+    """The query failed more times in a row than the engine restarts it."""
+
+
+class StopRequested(Exception):
+    """Raised in `foreachBatch` when a stop was asked for: the micro-batch is not recorded as
+    done by Spark, so it runs again (same txid, next attempt) when the query starts again."""
+
+
+# ---- what runs on Spark ----------------------------------------------------------------------------
+
+
+def check_supported(plan: Plan) -> Stage:
+    """The plan's one transactional source; TopologyError naming the spout and its kind for any
+    other kind of source (docs/spark.md §5: not built yet)."""
+    topology = plan.topology
+    spouts = [s for s in plan.stages if s.component.is_spout]
+    for s in spouts:
+        if s.role != TRANSACTIONAL_SOURCE:
+            raise TopologyError(
+                f"is a {s.role}: this kind of spout does not run on the Spark engine yet (only "
+                "transactional batch spouts, `batch: spout`, do; docs/spark.md §5); run the "
+                "topology with `host local`",
+                file=topology.source,
+                component=s.id,
+            )
+    if len(spouts) != 1:
+        raise TopologyError(
+            "has no spout: the Spark engine needs one transactional batch spout",
+            file=topology.source,
+        )
+    return spouts[0]
+
+
+def spark_settings(plan: Plan, master: str | None) -> dict[str, str]:
+    """The topology's `spark.*` config keys (not the Spark spout's `spark.spout.*`); `--master`
+    wins over `spark.master`, which wins over local[*]."""
+    out = {
+        k: str(v)
+        for k, v in plan.topology.config.items()
+        if k.startswith("spark.") and not k.startswith(SPARK_OWN_KEYS)
+    }
+    out[MASTER_KEY] = master or out.get(MASTER_KEY) or DEFAULT_MASTER
+    return out
+
+
+def default_checkpoint(plan: Plan) -> str:
+    """<host.state.dir>/spark/<topology.transactional.id>."""
+    return os.path.join(cfg.state_dir(plan.topology), "spark", plan.transactional_id or "")
+
+
+def check_pyspark() -> None:
+    import pyspark
+
+    version = tuple(int(p) for p in pyspark.__version__.split(".")[:2] if p.isdigit())
+    if version < MIN_PYSPARK:
+        raise HostError(
+            f"the Spark engine needs PySpark {'.'.join(map(str, MIN_PYSPARK))} or later (its "
+            f"streaming Python data source API); this is {pyspark.__version__}"
+        )
+
+
+# ---- the engine -----------------------------------------------------------------------------------
+
+
+class SparkEngine:
+    def __init__(
+        self,
+        plan: Plan,
+        checkpoint: str,
+        *,
+        master: str | None = None,
+        trigger_secs: float = 1.0,
+        max_batches: int | None = None,
+        max_restarts: int = 3,
+        spark: Any = None,
+        echo: Callable[[str], None] = print,
+    ) -> None:
+        self.spout = check_supported(plan)
+        self.plan = plan
+        self.checkpoint = os.path.abspath(checkpoint)
+        self.state_root = os.path.join(self.checkpoint, STATE_SUBDIR)
+        self.query_dir = os.path.join(self.checkpoint, QUERY_SUBDIR)
+        self.settings = spark_settings(plan, master)
+        self.trigger_secs = trigger_secs
+        self.max_batches = max_batches
+        self.max_restarts = max_restarts
+        self.spark = spark
+        self.echo = echo
+        self.run_id = f"{plan.topology.name}-spark"
+        self.job_group = f"multilang-{plan.transactional_id}-{os.getpid()}"
+        self.committed = 0  # micro-batches committed by this engine
+        self.skipped = 0
+        self.restarts = 0
+        self.batch_secs: list[float] = []
+        self._stop = threading.Event()
+        self._commit_spouts: list[BatchSpoutProcess] = []
+
+    # -- control ---------------------------------------------------------------------------------
+    def stop(self) -> None:
+        """Ask the query to stop (thread- and signal-safe); an unfinished micro-batch is run again
+        next time."""
+        self._stop.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def install_signal_handlers(self) -> None:
+        """SIGINT and SIGTERM stop the query cleanly (main thread only)."""
+
+        def handler(signum: int, frame: FrameType | None) -> None:
+            self.echo(f"{signal.Signals(signum).name}: stopping")
+            self.stop()
+
+        signal.signal(signal.SIGINT, handler)
+        signal.signal(signal.SIGTERM, handler)
+
+    # -- the run ---------------------------------------------------------------------------------
+    def run(self) -> int:
+        """Run until max_batches commits or a stop; 0, or raises EngineFailed."""
+        check_pyspark()
+        os.makedirs(self.state_root, exist_ok=True)
+        spout = self.spout
+        BatchStore(self.state_root).check_parallelism(spout.id, spout.partitions)
+        own_session = self.spark is None
+        if own_session:
+            from components.spark_spout.session import start_session
+
+            self.spark = start_session(self.settings, f"multilang {self.plan.topology.name}")
+        spark = self.spark
+        _set_log_levels(spark, QUIET_AT_START)
+        try:
+            spark.dataSource.register(BatchSpoutSource)
+            self._run_queries()
+        finally:
+            self._close_processes()
+            if own_session:
+                spark.stop()
+        return 0
+
+    def _run_queries(self) -> None:
+        in_a_row = 0
+        while not self.stopping:
+            query = self._start_query()
+            committed_before = self.committed
+            error = self._await(query)
+            if error is None or self.stopping:
+                return
+            in_a_row = 0 if self.committed > committed_before else in_a_row + 1
+            if in_a_row > self.max_restarts:
+                raise EngineFailed(
+                    f"the query failed {in_a_row} times in a row (--max-restarts "
+                    f"{self.max_restarts}); the last error: {_first_line(error)}"
+                )
+            self.restarts += 1
+            self.echo(
+                f"the query failed: {_first_line(error)}; restarting it from its checkpoint "
+                f"({in_a_row} of {self.max_restarts})"
+            )
+
+    def _start_query(self) -> Any:
+        options = source_options(self.plan.topology, self.spout.id, self.state_root)
+        df = self.spark.readStream.format(SOURCE_NAME).options(**options).load()
+        return (
+            df.writeStream.foreachBatch(self._foreach_batch)
+            .option("checkpointLocation", self.query_dir)
+            .trigger(processingTime=f"{self.trigger_secs:g} seconds")
+            .start()
+        )
+
+    def _await(self, query: Any) -> BaseException | None:
+        """Wait until the query ends or a stop is asked for; the query's error, if it failed."""
+        from pyspark.errors import StreamingQueryException
+
+        try:
+            while not self.stopping and query.isActive:
+                query.awaitTermination(POLL_SECS)
+        except StreamingQueryException:
+            pass
+        if self.stopping:
+            self.spark.sparkContext.cancelJobGroup(self.job_group)
+            query.stop()
+            return None
+        error: BaseException | None = query.exception()
+        return error
+
+    # -- one micro-batch -------------------------------------------------------------------------
+    def _foreach_batch(self, df: Any, batch_id: int) -> None:
+        if self.stopping:
+            self._stop_query_quietly()
+        started = time.monotonic()
+        txid = int(batch_id) + 1
+        store = BatchStore(self.state_root)  # fresh: executors write task metadata under it
+        currtx = store.currtx()
+        if txid < currtx:  # committed by us, not yet recorded by Spark when the driver stopped
+            self.skipped += 1
+            self.echo(f"txid {txid}: committed before (Spark batch {batch_id}), skipped")
+            return
+        if txid > currtx:
+            raise TopologyError(
+                f"Spark runs batch {batch_id} (txid {txid}) while txid {currtx} is not "
+                f"committed in {self.state_root}: the state and the query's checkpoint "
+                "disagree (keep them together under one --checkpoint)"
+            )
+        record = meta_record(self.state_root, txid)
+        if record is None:
+            raise TopologyError(f"no stored metadata for txid {txid} in {self.state_root}")
+        tx = Tx(txid, int(record.get("attempt", 0)) + 1)
+        store.put_meta(txid, record.get("meta"), tx.attempt)  # before any tuple is read
+        sc = df.sparkSession.sparkContext
+        sc.setJobGroup(
+            self.job_group, f"txid {tx.txid} attempt {tx.attempt}", interruptOnCancel=True
+        )
+        run = BatchRun(self.plan, df.rdd.mapPartitions(_spout_outputs), tx, self.run_id)
+        try:
+            run.run(sc)
+        finally:
+            run.unpersist()
+        if self.stopping:
+            self._stop_query_quietly()
+        for spout in self._spout_processes(txid - 1):
+            spout.commit(tx)
+        store.committed(txid)
+        secs = time.monotonic() - started
+        self.batch_secs.append(secs)
+        self.committed += 1
+        self.echo(f"txid {txid} committed (attempt {tx.attempt}, {secs:.2f}s)")
+        if self.max_batches is not None and self.committed >= self.max_batches:
+            self.stop()
+
+    def _stop_query_quietly(self) -> None:
+        """End the query from inside `foreachBatch` without Spark recording the micro-batch."""
+        _set_log_levels(self.spark, QUIET_AT_STOP)
+        raise StopRequested("the engine is stopping")
+
+    def _spout_processes(self, committed_txid: int) -> list[BatchSpoutProcess]:
+        """The driver's own process per spout task, for `batch_commit`."""
+        if not self._commit_spouts:
+            self._commit_spouts = [
+                BatchSpoutProcess(
+                    self.plan.topology,
+                    self.spout.id,
+                    task,
+                    committed_txid=committed_txid,
+                    run_id=self.run_id,
+                )
+                for task in self.spout.tasks
+            ]
+        return self._commit_spouts
+
+    def _close_processes(self) -> None:
+        for spout in self._commit_spouts:
+            spout.close()
+        self._commit_spouts = []
+        close_spouts()
+        process_cache.close_all()
+
+
+def _set_log_levels(spark: Any, levels: dict[str, str]) -> None:
+    """Spark's own loggers (log4j2, in the driver's JVM)."""
+    jvm = spark.sparkContext._jvm
+    log4j = jvm.org.apache.logging.log4j
+    for name, level in levels.items():
+        log4j.core.config.Configurator.setLevel(name, log4j.Level.getLevel(level))
+
+
+def _spout_outputs(rows: Iterable[Any]) -> Iterator[Output]:
+    """The source's rows as a stage's outputs: (stream, task, values, direct task)."""
+    loads = json.loads
+    for row in rows:
+        yield (row[2], row[1], loads(row[3]), row[4])
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    for line in text.splitlines():
+        if "ComponentFailed" in line or "TopologyError" in line or "RoutingError" in line:
+            return line.strip()[:1000]
+    return (text.splitlines() or [type(error).__name__])[0][:1000]

@@ -1,0 +1,236 @@
+"""A transactional batch spout as a Spark Structured Streaming source, through PySpark's Python data
+source API (`pyspark.sql.datasource`; docs/spark.md §4.2).
+
+The offset is the txid: `{"txid": T}` means "every txid up to T has been handed to Spark". Each
+micro-batch covers exactly one txid, so Spark batch id B reads txid B + 1:
+
+* `latestOffset(start)` runs in Spark's driver-side Python worker for the query. For txid
+  T + 1 it asks the spout's coordinator task (task index 0) for the batch's metadata
+  (`batch_init` with the metadata of T as `prev_meta`) and stores it durably (fsynced) *before*
+  returning the offset, so every later read of that txid -- a Spark retry, a restarted query --
+  reads the stored metadata, never asks again. Metadata already stored for T + 1 (the driver died
+  after storing it) is used as it is. A spout that is not ready leaves the offset where it was,
+  and Spark runs no micro-batch.
+* `partitions(start, end)` gives one partition per spout task for txid `end`.
+* `read(partition)` runs in an executor: that spout task's `batch_emit` for the txid with the
+  stored metadata, the attempt number the driver stored for this run of the micro-batch, the
+  task's own stored metadata of the txid (a replay) and of the txid before. Each emit becomes a
+  row `(index, task, stream, values as JSON text, direct task)`; the task's `batch_meta` is stored
+  (fsynced) once its `sync` came, under the state directory's `user/<index>/<txid>.json`.
+
+The state directory has host local's layout (host/batch/store.py, docs/transactional.md §3):
+executors write to it, so on a real cluster it must be a shared file system path, as Spark's own
+checkpoint location must be.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import pickle
+import uuid
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceStreamReader,
+    InputPartition,
+)
+
+from host.batch.store import BatchStore
+from host.errors import TopologyError
+from host.runtime.context import assign_tasks
+from host.spark.batch_spout_process import NO_META, BatchSpoutProcess, shared_spout
+from host.spark.component_process import Tx
+from host.topology.model import Topology
+
+SOURCE_NAME = "multilang_batch_spout"
+SCHEMA = "index INT, task INT, stream STRING, `values` STRING, direct INT"
+
+
+def source_options(topology: Topology, spout: str, state_root: str) -> dict[str, str]:
+    """The options `readStream.format(SOURCE_NAME)` takes: the topology travels pickled (a
+    frozen dataclass, equal after the round trip, so host.spark.process_cache's keys agree)."""
+    return {
+        "topology": base64.b64encode(pickle.dumps(topology)).decode("ascii"),
+        "spout": spout,
+        "state": state_root,
+    }
+
+
+def topology_of(options: Any) -> Topology:
+    topology: Topology = pickle.loads(base64.b64decode(options["topology"]))
+    return topology
+
+
+# ---- the state directory, read and written as host/batch/store.py lays it out -------------------
+
+
+def _read_json(path: str, default: Any = None) -> Any:
+    try:
+        with open(path, "rb") as f:
+            return json.loads(f.read())
+    except FileNotFoundError:
+        return default
+
+
+def meta_record(root: str, txid: int) -> dict[str, Any] | None:
+    """`{"meta": …, "attempt": n}` stored for `txid`, or None."""
+    record: dict[str, Any] | None = _read_json(
+        os.path.join(root, "coordinator", "meta", f"{txid}.json")
+    )
+    return record
+
+
+def currtx(root: str) -> int:
+    """The lowest txid not committed yet."""
+    return int(_read_json(os.path.join(root, "coordinator", "currtx"), 1))
+
+
+def task_meta(root: str, index: int, txid: int) -> Any:
+    return _read_json(os.path.join(root, "user", str(index), f"{txid}.json"))
+
+
+def put_task_meta(root: str, index: int, txid: int, meta: Any) -> None:
+    """As BatchStore.put_task_meta, with a temporary file of its own: two executors may write
+    the same txid's file at once (a retried task and a straggler), with the same content."""
+    directory = os.path.join(root, "user", str(index))
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, f"{txid}.json")
+    tmp = f"{path}.{uuid.uuid4().hex}.tmp"
+    data = json.dumps(meta, separators=(",", ":")).encode("utf-8")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    dfd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+# ---- the data source ----------------------------------------------------------------------------
+
+
+class SpoutPartition(InputPartition):
+    """Spout task `index` (task id `task`) of txid `txid`."""
+
+    def __init__(self, txid: int, index: int, task: int) -> None:
+        super().__init__((txid, index))
+        self.txid = txid
+        self.index = index
+        self.task = task
+
+
+class BatchSpoutSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_NAME
+
+    def schema(self) -> str:
+        return SCHEMA
+
+    def streamReader(self, schema: Any) -> DataSourceStreamReader:
+        return BatchSpoutReader(self.options)
+
+
+class BatchSpoutReader(DataSourceStreamReader):
+    def __init__(self, options: Any) -> None:
+        self.topology = topology_of(options)
+        self.spout = str(options["spout"])
+        self.root = str(options["state"])
+        self.tasks = assign_tasks(self.topology).tasks_of(self.spout)
+        self._coordinator: BatchSpoutProcess | None = None  # made on first use (driver side)
+
+    def initialOffset(self) -> dict[str, int]:
+        """A new query (no Spark checkpoint yet): txid 0 handed over. A state directory that has
+        committed txids belongs to another query: refused rather than read from txid 1 again."""
+        committed = currtx(self.root) - 1
+        if committed > 0:
+            raise TopologyError(
+                f"the batch state in {self.root} has txids up to {committed} committed, but "
+                "Spark's checkpoint of this query is new: they must be kept together (the same "
+                "--checkpoint directory), or both started afresh"
+            )
+        return {"txid": 0}
+
+    def latestOffset(self, start: dict[str, int], limit: Any) -> dict[str, int]:
+        last = int(start["txid"])
+        txid = last + 1
+        if meta_record(self.root, txid) is not None:
+            return {"txid": txid}  # stored before a restart: that batch, never a new one
+        prev = meta_record(self.root, last) if last > 0 else None
+        coordinator = self._coordinator
+        if coordinator is None:
+            coordinator = self._coordinator = BatchSpoutProcess(
+                self.topology, self.spout, self.tasks[0], committed_txid=currtx(self.root) - 1
+            )
+        answer = coordinator.init(txid, None if prev is None else prev.get("meta"))
+        if answer is None:
+            return start  # not ready: no micro-batch this trigger
+        if answer.txid is not None and answer.txid != txid:
+            raise TopologyError(
+                f"batch spout {self.spout!r} numbered batch {txid} as {answer.txid}: a spout "
+                "that numbers its own batches does not run on the Spark engine (its micro-batch "
+                "ids are the txids)"
+            )
+        # attempt 0: opened, never run; the driver counts runs from here (engine.py)
+        BatchStore(self.root).put_meta(txid, answer.meta, 0)
+        return {"txid": txid}
+
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
+        first, last = int(start["txid"]), int(end["txid"])
+        if last == first:
+            return []
+        if last != first + 1:
+            raise TopologyError(
+                f"a micro-batch from txid {first} to {last}: each micro-batch must be exactly "
+                "one txid (was the checkpoint written by another source?)"
+            )
+        return [SpoutPartition(last, i, task) for i, task in enumerate(self.tasks)]
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        assert isinstance(partition, SpoutPartition)
+        return read_spout_partition(self.topology, self.spout, self.root, partition)
+
+    def commit(self, end: dict[str, int]) -> None:
+        """Nothing: the engine commits a txid itself (committers, then `batch_commit`, then
+        `currtx`) before Spark records the micro-batch as done."""
+
+    def stop(self) -> None:
+        if self._coordinator is not None:
+            self._coordinator.close()
+            self._coordinator = None
+
+
+def read_spout_partition(
+    topology: Topology, spout: str, root: str, p: SpoutPartition
+) -> Iterator[tuple[Any, ...]]:
+    """One spout task's share of a txid, as rows (executor side)."""
+    record = meta_record(root, p.txid)
+    if record is None:
+        raise TopologyError(f"no stored metadata for txid {p.txid} in {root}")
+    attempt = int(record.get("attempt", 0))
+    if attempt < 1:
+        raise TopologyError(f"txid {p.txid} is read before the driver counted its attempt")
+    committed = currtx(root) - 1
+    stored = task_meta(root, p.index, p.txid)
+    prev = task_meta(root, p.index, p.txid - 1)
+    proc = shared_spout(topology, spout, p.task, committed_txid=committed)
+    emits = proc.emit(
+        Tx(p.txid, attempt), record.get("meta"), stored, prev, committed, replay=attempt > 1
+    )
+    index, task = p.index, p.task
+    dumps = json.dumps
+    for m in emits:
+        yield (index, task, m.stream, dumps(m.values, separators=(",", ":")), m.task)
+    if proc.reported is not NO_META:
+        put_task_meta(root, p.index, p.txid, proc.reported)

@@ -1,0 +1,383 @@
+"""The Spark engine (`python -m host spark`, host/spark/engine.py) on Spark's multi-process test
+cluster, `local-cluster[2,1,1024]` (two executor JVMs on this machine), against `host local`.
+
+Spark start-ups are the cost here (10-40 s each on two busy cores), so they are few: the word
+count runs once as a command; the killed driver runs the command twice; the three global-count
+variants and the component killed inside an executor share one SparkSession, in one subprocess
+that runs this file as a script (`--shared-runs`), started once for the module.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "transactional"
+CLUSTER = "local-cluster[2,1,1024]"
+WAIT_SECS = 240  # generous: other test runs share the two cores
+# quick JVMs: the C1 compiler only and the serial GC (tests/integration/components/spark/support.py)
+JAVA_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+SPARK_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.executor.extraJavaOptions": JAVA_OPTS,
+    "spark.driver.extraJavaOptions": JAVA_OPTS,
+}
+VARIANTS = ["topology.yaml", "topology-node.yaml", "topology-bash.yaml"]
+WORDCOUNT_BATCHES = 4  # 2000 lines per file, 500 per file per batch
+
+pytestmark = pytest.mark.spark
+
+
+# ---- helpers ------------------------------------------------------------------------------------
+
+
+def spark_command(topology: Path, checkpoint: Path, *args: str) -> list[str]:
+    conf = [f"-c{k}={v}" for k, v in SPARK_CONF.items()]
+    return [
+        sys.executable,
+        "-m",
+        "host.spark.command",
+        str(topology),
+        "--master",
+        CLUSTER,
+        "--checkpoint",
+        str(checkpoint),
+        "--trigger",
+        "0.5",
+        *conf,
+        *args,
+    ]
+
+
+def run_spark(topology: Path, checkpoint: Path, *args: str) -> str:
+    result = subprocess.run(
+        spark_command(topology, checkpoint, *args),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=WAIT_SECS * 2,
+    )
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out[-5000:]
+    return out
+
+
+def wait_for(check: Callable[[], bool], proc: subprocess.Popen[str], what: str) -> None:
+    deadline = time.monotonic() + WAIT_SECS
+    while not check():
+        assert proc.poll() is None, f"exited early:\n{proc.communicate()[0][-5000:]}"
+        assert time.monotonic() < deadline, f"{what}: not in {WAIT_SECS}s"
+        time.sleep(0.1)
+
+
+def run_local_until(topology: Path, state: Path, done: Callable[[], bool]) -> None:
+    """`host local` until `done()`, then SIGTERM."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "host", "local", str(topology), "--state-dir", str(state)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        wait_for(done, proc, "host local")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out[-3000:]
+
+
+def expected_counts(example: Path) -> dict[str, int]:
+    return dict(
+        collections.Counter(
+            word
+            for path in sorted((example / "data").glob("*.txt"))
+            for line in path.read_text(encoding="utf-8").splitlines()
+            for word in line.split()
+        )
+    )
+
+
+def stored_counts(db: Path) -> dict[str, int]:
+    try:
+        with sqlite3.connect(db) as conn:
+            return dict(conn.execute("SELECT word, count FROM counts"))
+    except sqlite3.Error:
+        return {}
+
+
+def audit(db: Path) -> dict[int, int]:
+    """txid -> the attempt that was applied."""
+    with sqlite3.connect(db) as conn:
+        return dict(conn.execute("SELECT txid, attempt FROM audit"))
+
+
+def wordcount_copy(tmp_path: Path, name: str) -> Path:
+    example = tmp_path / name
+    shutil.copytree(EXAMPLES / "wordcount-sqlite", example)
+    (example / "counts.db").unlink(missing_ok=True)
+    return example
+
+
+def global_count_copy(tmp_path: Path, name: str) -> Path:
+    """The global count with batches of 2,500 numbers (4 batches, not 100)."""
+    example = tmp_path / name
+    shutil.copytree(EXAMPLES / "global-count", example)
+    (example / "total.json").unlink(missing_ok=True)
+    numbers = example / "numbers.py"
+    text = numbers.read_text()
+    assert "LIMIT, BATCH = 10_000, 100" in text
+    numbers.write_text(text.replace("LIMIT, BATCH = 10_000, 100", "LIMIT, BATCH = 10_000, 2_500"))
+    return example
+
+
+def read_total(path: Path) -> dict[str, int] | None:
+    try:
+        total: dict[str, int] = json.loads(path.read_text())
+        return total
+    except (OSError, ValueError):
+        return None
+
+
+# a batch bolt that SIGKILLs itself once, half-way through txid 2 (the first process to get
+# there creates the marker file; every later process finds it and counts normally)
+KILL_ONCE_COUNT = """\
+import os, signal
+from multilang import BatchBolt
+
+MARKER = os.environ["KILL_ONCE_MARKER"]
+
+
+class Count(BatchBolt):
+    def begin(self, batch):
+        batch.counts = {}
+        batch.seen = 0
+
+    def process(self, tup, batch):
+        batch.seen += 1
+        if batch.tx.txid == 2 and batch.seen == 300:
+            try:
+                fd = os.open(MARKER, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                pass
+            else:
+                os.write(fd, str(os.getpid()).encode())
+                os.close(fd)
+                os.kill(os.getpid(), signal.SIGKILL)
+        word = tup.values[0]
+        batch.counts[word] = batch.counts.get(word, 0) + 1
+
+    def finish_batch(self, batch):
+        for word, n in batch.counts.items():
+            self.emit([word, n])
+
+
+Count().run()
+"""
+
+
+# ---- the shared session: global counts and a killed component ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Runs, in one subprocess with one local-cluster SparkSession: the three global-count
+    variants (4 batches each) and the word count whose count bolt SIGKILLs itself once."""
+    base = tmp_path_factory.mktemp("shared")
+    runs = []
+    for variant in VARIANTS:
+        example = global_count_copy(base, variant.replace(".yaml", ""))
+        runs.append(
+            {"name": variant, "topology": str(example / variant), "max_batches": 4, "dir": ""}
+        )
+    example = wordcount_copy(base, "wordcount-kill")
+    (example / "count_kill_once.py").write_text(KILL_ONCE_COUNT)
+    doc = yaml.safe_load((example / "topology.yaml").read_text())
+    doc["bolts"]["count"]["command"] = ["python", "count_kill_once.py"]
+    doc["bolts"]["count"]["env"] = {"KILL_ONCE_MARKER": str(example / "killed.pid")}
+    (example / "kill.yaml").write_text(yaml.safe_dump(doc))
+    runs.append(
+        {
+            "name": "kill",
+            "topology": str(example / "kill.yaml"),
+            "max_batches": WORDCOUNT_BATCHES,
+            "dir": str(example),
+        }
+    )
+    for i, run in enumerate(runs):
+        run["checkpoint"] = str(base / f"checkpoint-{i}")
+    spec, results = base / "spec.json", base / "results.json"
+    spec.write_text(json.dumps(runs))
+    result = subprocess.run(
+        [sys.executable, __file__, "--shared-runs", str(spec), str(results)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=WAIT_SECS * 4,
+    )
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out[-5000:]
+    return {"runs": {r["name"]: r for r in runs}, "results": json.loads(results.read_text())}
+
+
+def shared_runs(spec_path: str, results_path: str) -> None:
+    """Script mode: every run of the spec in one SparkSession, sequentially."""
+    sys.path.insert(0, str(ROOT))
+    from components.spark_spout.session import start_session
+    from host.spark.engine import SparkEngine
+    from host.spark.plan import plan
+    from host.topology.files import load
+
+    spark = start_session({"spark.master": CLUSTER, **SPARK_CONF}, "spark-engine-tests")
+    results = {}
+    try:
+        for run in json.loads(Path(spec_path).read_text()):
+            engine = SparkEngine(
+                plan(load(run["topology"])),
+                run["checkpoint"],
+                trigger_secs=0.5,
+                max_batches=run["max_batches"],
+                spark=spark,
+            )
+            engine.run()
+            results[run["name"]] = {"committed": engine.committed, "restarts": engine.restarts}
+    finally:
+        spark.stop()
+    Path(results_path).write_text(json.dumps(results))
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_global_count_on_spark_equals_host_local(
+    shared: dict[str, Any], tmp_path: Path, variant: str
+) -> None:
+    run = shared["runs"][variant]
+    assert shared["results"][variant] == {"committed": 4, "restarts": 0}
+    on_spark = read_total(Path(run["topology"]).parent / "total.json")
+    local = global_count_copy(tmp_path, "local")
+    total = local / "total.json"
+    run_local_until(
+        local / variant, tmp_path / "state", lambda: (read_total(total) or {}).get("txid") == 4
+    )
+    assert on_spark == read_total(total) == {"txid": 4, "count": 10_000, "sum": sum(range(10_000))}
+
+
+def test_component_killed_inside_an_executor_is_retried_by_spark(shared: dict[str, Any]) -> None:
+    example = Path(shared["runs"]["kill"]["dir"])
+    marker = example / "killed.pid"
+    assert marker.exists(), "the count bolt never killed itself"
+    # Spark retried the task (no query restart), and the retry counted from nothing
+    assert shared["results"]["kill"] == {"committed": WORDCOUNT_BATCHES, "restarts": 0}
+    assert stored_counts(example / "counts.db") == expected_counts(example)
+    assert audit(example / "counts.db") == {t: 1 for t in range(1, WORDCOUNT_BATCHES + 1)}
+
+
+# ---- the word count as a command ------------------------------------------------------------------
+
+
+def test_wordcount_on_spark_equals_host_local_and_the_input(tmp_path: Path) -> None:
+    example = wordcount_copy(tmp_path, "spark")
+    expected = expected_counts(example)
+    started = time.monotonic()
+    out = run_spark(
+        example / "topology.yaml", tmp_path / "checkpoint", "--max-batches", str(WORDCOUNT_BATCHES)
+    )
+    spark_secs = time.monotonic() - started
+    assert f"txid {WORDCOUNT_BATCHES} committed" in out
+    on_spark = stored_counts(example / "counts.db")
+    local = wordcount_copy(tmp_path, "local")
+    started = time.monotonic()
+    total = sum(expected.values())
+    run_local_until(
+        local / "topology.yaml",
+        tmp_path / "state",
+        lambda: sum(stored_counts(local / "counts.db").values()) >= total,
+    )
+    local_secs = time.monotonic() - started
+    assert on_spark == stored_counts(local / "counts.db") == expected
+    report = subprocess.run(
+        [sys.executable, str(example / "report.py"), str(example / "counts.db")],
+        capture_output=True,
+        text=True,
+    )
+    assert report.returncode == 0 and "exactly once: True" in report.stdout
+    print(f"word count, 6000 lines: host spark {spark_secs:.1f}s, host local {local_secs:.1f}s")
+
+
+def test_driver_killed_and_restarted_from_its_checkpoint(tmp_path: Path) -> None:
+    example = wordcount_copy(tmp_path, "wordcount")
+    db, checkpoint = example / "counts.db", tmp_path / "checkpoint"
+    expected = expected_counts(example)
+    total = sum(expected.values())
+    # the first run's committer dies before writing txid 3, on every attempt: the run cannot get
+    # past it, so the kill surely lands with batches committed and others not
+    doc = yaml.safe_load((example / "topology.yaml").read_text())
+    doc["bolts"]["store"]["env"] = {"FAULT": "before_write:3"}
+    faulty = example / "faulty.yaml"
+    faulty.write_text(yaml.safe_dump(doc))
+    first = subprocess.Popen(
+        spark_command(faulty, checkpoint, "--max-restarts", "100"),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        wait_for(lambda: sum(stored_counts(db).values()) > 0, first, "the first commit")
+    finally:
+        first.kill()
+        first.communicate(timeout=60)
+    committed = sum(stored_counts(db).values())
+    assert 0 < committed < total
+    out = run_spark(example / "topology.yaml", checkpoint, "--max-batches", str(WORDCOUNT_BATCHES))
+    assert stored_counts(db) == expected
+    applied = audit(db)
+    assert sorted(applied) == list(range(1, len(applied) + 1))  # every txid once, none skipped
+    assert "restart" not in out.split("stopped:")[0] or "0 restart(s)" in out
+
+
+# ---- no Spark: the plan and the refusals ------------------------------------------------------
+
+
+def test_explain_prints_the_plan_and_starts_nothing() -> None:
+    from click.testing import CliRunner
+
+    from host.spark.command import spark
+
+    topology = "examples/transactional/wordcount-sqlite/topology.yaml"
+    result = CliRunner().invoke(spark, [topology, "--explain"])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith(
+        f"{topology}: plan for topology 'wordcount-sqlite' on Spark: 4 stage(s), 7 partition(s)"
+    )
+    assert "stage 4: bolt store: committer in the batch group" in result.output
+
+
+def test_a_plain_spout_is_refused_naming_it() -> None:
+    from click.testing import CliRunner
+
+    from host.spark.command import spark
+
+    result = CliRunner().invoke(spark, ["examples/wordcount/topology.yaml"])
+    assert result.exit_code == 2
+    assert "component 'sentences'" in result.output
+    assert "driver-staged plain spout" in result.output
+    assert "does not run on the Spark engine yet" in result.output
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--shared-runs"]:
+    os.chdir(ROOT)
+    shared_runs(sys.argv[2], sys.argv[3])
