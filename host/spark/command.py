@@ -80,7 +80,8 @@ def spark(
     overrides: tuple[str, ...],
     env_filter: bool,
 ) -> None:
-    """Run TOPOLOGY (a transactional one) as a Spark Structured Streaming query."""
+    """Run TOPOLOGY (a transactional one, or one whose spout is a plain spout) as a Spark
+    Structured Streaming query, each micro-batch a transaction (docs/spark.md)."""
     from host.spark.explain import explain as explain_text
     from host.spark.plan import plan as make_plan
     from host.topology.files import load

@@ -38,13 +38,14 @@ from host.errors import HostError, TopologyError
 from host.spark import process_cache
 from host.spark.batch_spout_process import BatchSpoutProcess, close_spouts
 from host.spark.component_process import Tx
-from host.spark.plan import TRANSACTIONAL_SOURCE, Plan, Stage
+from host.spark.plan import DRIVER_SPOUT, TRANSACTIONAL_SOURCE, Plan, Stage
 from host.spark.source import (
     SOURCE_NAME,
     BatchSpoutSource,
     meta_record,
     source_options,
 )
+from host.spark.staged_source import STAGED_SOURCE_NAME, StagedSpouts, StagedSpoutSource
 from host.spark.stages import BatchRun, Output
 from host.topology import settings as cfg
 
@@ -82,17 +83,18 @@ def check_supported(plan: Plan) -> Stage:
     topology = plan.topology
     spouts = [s for s in plan.stages if s.component.is_spout]
     for s in spouts:
-        if s.role != TRANSACTIONAL_SOURCE:
+        if s.role not in (TRANSACTIONAL_SOURCE, DRIVER_SPOUT):
             raise TopologyError(
                 f"is a {s.role}: this kind of spout does not run on the Spark engine yet (only "
-                "transactional batch spouts, `batch: spout`, do; docs/spark.md §5); run the "
+                "transactional batch spouts and plain spouts do; docs/spark.md §5); run the "
                 "topology with `host local`",
                 file=topology.source,
                 component=s.id,
             )
     if len(spouts) != 1:
         raise TopologyError(
-            "has no spout: the Spark engine needs one transactional batch spout",
+            f"has {len(spouts)} spouts: the Spark engine runs one spout (a transactional batch "
+            "spout or a plain one) per topology",
             file=topology.source,
         )
     return spouts[0]
@@ -112,7 +114,8 @@ def spark_settings(plan: Plan, master: str | None) -> dict[str, str]:
 
 def default_checkpoint(plan: Plan) -> str:
     """<host.state.dir>/spark/<topology.transactional.id>."""
-    return os.path.join(cfg.state_dir(plan.topology), "spark", plan.transactional_id or "")
+    name = plan.transactional_id or plan.topology.name  # a plain spout's topology: its name
+    return os.path.join(cfg.state_dir(plan.topology), "spark", name)
 
 
 def check_pyspark() -> None:
@@ -161,6 +164,19 @@ class SparkEngine:
         self.batch_secs: list[float] = []
         self._stop = threading.Event()
         self._commit_spouts: list[BatchSpoutProcess] = []
+        # a plain spout runs in this driver, its micro-batches staged (host/spark/staged_source.py)
+        self.staged = (
+            StagedSpouts(
+                plan,
+                self.spout,
+                self.checkpoint,
+                self.state_root,
+                trigger_secs=trigger_secs,
+                run_id=self.run_id,
+            )
+            if self.spout.role == DRIVER_SPOUT
+            else None
+        )
 
     # -- control ---------------------------------------------------------------------------------
     def stop(self) -> None:
@@ -197,7 +213,11 @@ class SparkEngine:
         spark = self.spark
         _set_log_levels(spark, QUIET_AT_START)
         try:
-            spark.dataSource.register(BatchSpoutSource)
+            spark.dataSource.register(
+                BatchSpoutSource if self.staged is None else StagedSpoutSource
+            )
+            if self.staged is not None:
+                self.staged.start()
             self._run_queries()
         finally:
             self._close_processes()
@@ -226,8 +246,12 @@ class SparkEngine:
             )
 
     def _start_query(self) -> Any:
-        options = source_options(self.plan.topology, self.spout.id, self.state_root)
-        df = self.spark.readStream.format(SOURCE_NAME).options(**options).load()
+        if self.staged is None:
+            options = source_options(self.plan.topology, self.spout.id, self.state_root)
+        else:
+            options = self.staged.options()
+        name = SOURCE_NAME if self.staged is None else STAGED_SOURCE_NAME
+        df = self.spark.readStream.format(name).options(**options).load()
         return (
             df.writeStream.foreachBatch(self._foreach_batch)
             .option("checkpointLocation", self.query_dir)
@@ -285,9 +309,11 @@ class SparkEngine:
             run.unpersist()
         if self.stopping:
             self._stop_query_quietly()
-        for spout in self._spout_processes(txid - 1):
+        for spout in self._spout_processes(txid - 1) if self.staged is None else ():
             spout.commit(tx)
         store.committed(txid)
+        if self.staged is not None:
+            self.staged.committed(txid)  # acks its tuples to the spout, deletes its staging
         secs = time.monotonic() - started
         self.batch_secs.append(secs)
         self.committed += 1
@@ -316,6 +342,8 @@ class SparkEngine:
         return self._commit_spouts
 
     def _close_processes(self) -> None:
+        if self.staged is not None:
+            self.staged.close()
         for spout in self._commit_spouts:
             spout.close()
         self._commit_spouts = []

@@ -61,6 +61,8 @@ DRPC_MAX_BUFFER_SIZE = "drpc.max_buffer_size"
 DRPC_BIND = "host.drpc.bind"
 DRPC_MAX_PENDING = "host.drpc.max.pending"
 DRPC_MAX_CONNECTIONS = "host.drpc.max.connections"
+# `host spark` (docs/spark.md §4.6): the most tuples one staged micro-batch of a plain spout holds
+SPARK_BATCH_MAX_TUPLES = "host.spark.batch.max.tuples"
 
 HOST_PREFIX = "host."
 
@@ -226,6 +228,7 @@ KEYS: dict[str, Key] = {
         Key(DRPC_BIND, "127.0.0.1", _bind),
         Key(DRPC_MAX_PENDING, 1024, _positive_int),
         Key(DRPC_MAX_CONNECTIONS, 1024, _positive_int),
+        Key(SPARK_BATCH_MAX_TUPLES, 10_000, _positive_int),
     )
 }
 
@@ -456,6 +459,8 @@ class Settings:
     drpc_max_body: int = 1048576
     drpc_max_pending: int = 1024
     drpc_max_connections: int = 1024
+    # `host spark`: the most tuples one staged micro-batch of a plain spout holds
+    spark_batch_max_tuples: int = 10_000
 
     @classmethod
     def from_config(
@@ -502,6 +507,7 @@ class Settings:
             drpc_max_body=read.integer(DRPC_MAX_BUFFER_SIZE),
             drpc_max_pending=read.integer(DRPC_MAX_PENDING),
             drpc_max_connections=read.integer(DRPC_MAX_CONNECTIONS),
+            spark_batch_max_tuples=read.integer(SPARK_BATCH_MAX_TUPLES),
         )
 
 

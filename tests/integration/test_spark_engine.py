@@ -366,16 +366,32 @@ def test_explain_prints_the_plan_and_starts_nothing() -> None:
     assert "stage 4: bolt store: committer in the batch group" in result.output
 
 
-def test_a_plain_spout_is_refused_naming_it() -> None:
+def test_spouts_the_engine_cannot_run_yet_are_refused_naming_them(tmp_path: Path) -> None:
+    """The Spark spout's inputs and a second spout are refused before anything starts (plain
+    spouts run: tests/integration/test_spark_staged_spouts.py)."""
     from click.testing import CliRunner
 
     from host.spark.command import spark
 
-    result = CliRunner().invoke(spark, ["examples/wordcount/topology.yaml"])
+    result = CliRunner().invoke(spark, ["examples/spark-wordcount/topology.yaml"])
     assert result.exit_code == 2
-    assert "component 'sentences'" in result.output
-    assert "driver-staged plain spout" in result.output
+    assert "component 'lines'" in result.output
+    assert "spark input" in result.output
     assert "does not run on the Spark engine yet" in result.output
+
+    (tmp_path / "s.py").write_text("# never run\n")
+    two = tmp_path / "two.yaml"
+    two.write_text(
+        "name: two\n"
+        "spouts:\n"
+        "  a: {command: [python, s.py], outputs: [x]}\n"
+        "  b: {command: [python, s.py], outputs: [x]}\n"
+        "bolts:\n"
+        "  c: {command: [python, s.py], outputs: [], inputs: {a: shuffle, b: shuffle}}\n"
+    )
+    result = CliRunner().invoke(spark, [str(two)])
+    assert result.exit_code == 2
+    assert "has 2 spouts" in result.output
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["--shared-runs"]:

@@ -79,6 +79,7 @@ def test_defaults():
         "host.drpc.bind": "127.0.0.1",
         "host.drpc.max.pending": 1024,
         "host.drpc.max.connections": 1024,
+        "host.spark.batch.max.tuples": 10_000,
     }
 
 

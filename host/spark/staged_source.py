@@ -1,0 +1,566 @@
+"""A plain spout (storm.js, pystorm, our clients: any spout without `batch:`) as a Spark
+Structured Streaming source: run in the driver, what it emits staged durably as micro-batches
+(docs/spark.md, "Plain spouts on Spark").
+
+    staged = StagedSpouts(plan, spout_stage, checkpoint, state_root, trigger_secs=1.0)
+    staged.start()                       # recovers the staging, starts the spout tasks
+    spark.readStream.format(STAGED_SOURCE_NAME).options(**staged.options()).load()
+    ...
+    staged.committed(txid)               # in foreachBatch, once the txid is committed
+    staged.close()                       # fails what was never staged; ends the spout tasks
+
+Driver side (`StagedSpouts`): one thread per spout task drives its process
+(host/spark/spout_process.py: `next`, `ack`, `fail`, lock-step unless the library pipelines);
+what the tasks emit is buffered, and a stager thread cuts the buffer into batches: once a trigger
+interval has passed since the last cut, or `host.spark.batch.max.tuples` tuples are buffered.
+A batch for txid T is written to `<checkpoint>/staged/<T>/` -- one file per spout task (partition
+i = task i) and a manifest, each fsynced, in a temporary directory renamed into place -- and only
+then is T's metadata stored (attempt 0) so that the source's offset can move to T. At most one
+batch is staged ahead of the one running (T + 1 while T runs).
+
+Spark side (`StagedSpoutSource`): the offset is `{"txid": T}`, as for the transactional source
+(host/spark/source.py). `latestOffset` hands over T + 1 once it is staged; `read` runs in an
+executor and reads the staged file of its task. A replay (a retried task, a re-run micro-batch, a
+restarted query or driver) reads the same files: the spout is never asked again.
+
+Outcomes, as Storm's acker would give them: the message ids of a batch are acked to the spout
+(in the driver, by the process that emitted them) when the txid is committed, and its staging is
+deleted. Staged-but-uncommitted batches survive a stop or a dead driver and are replayed first on
+the next start (their ids died with their processes: nothing to ack then). Tuples that were
+emitted but never staged when the run stops are failed to the spout: their batch is dropped for
+good, and replaying them is the spout's job (docs/protocol.md §5.7).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+
+from host.batch.store import BatchStore
+from host.errors import TopologyError
+from host.spark.component_process import ComponentFailed
+from host.spark.plan import Plan, Stage
+from host.spark.source import SCHEMA, currtx, meta_record
+from host.spark.spout_process import SpoutProcess
+from host.topology import settings as cfg
+from host.topology.model import Topology
+from multilang.messages import Emit
+
+log = logging.getLogger("host.spark")
+
+STAGED_SOURCE_NAME = "multilang_staged_spout"
+STAGED_SUBDIR = "staged"  # <checkpoint>/staged/<txid>/
+MANIFEST = "manifest.json"
+ROWS = "{index}.rows"
+TMP_PREFIX = ".tmp-"
+AHEAD = 1  # batches staged beyond the lowest uncommitted txid
+PUMP_WAIT_SECS = 0.05  # a task thread's longest read before it looks at its queue again
+STAGER_WAIT_SECS = 0.05
+CLOSE_GRACE_SECS = 2.0
+
+
+def max_batch_tuples(topology: Topology) -> int:
+    """`host.spark.batch.max.tuples`: the most tuples one staged micro-batch holds (default
+    10,000; checked with the rest of the settings: a TopologyError names the key)."""
+    return cfg.settings_for(topology).spark_batch_max_tuples
+
+
+# ---- the staging directory ------------------------------------------------------------------------
+
+
+def staged_path(staged_root: str, txid: int) -> str:
+    return os.path.join(staged_root, str(txid))
+
+
+def staged_txids(staged_root: str) -> list[int]:
+    """The txids with a complete staged batch, ascending."""
+    try:
+        names = os.listdir(staged_root)
+    except FileNotFoundError:
+        return []
+    return sorted(int(n) for n in names if n.isdigit())
+
+
+def read_manifest(staged_root: str, txid: int) -> dict[str, Any] | None:
+    try:
+        with open(os.path.join(staged_path(staged_root, txid), MANIFEST), "rb") as f:
+            manifest: dict[str, Any] = json.loads(f.read())
+            return manifest
+    except FileNotFoundError:
+        return None
+
+
+def write_staged(
+    staged_root: str, txid: int, tasks: Sequence[int], rows: Sequence[Sequence[bytes]]
+) -> None:
+    """Stage txid's batch: `rows[i]` (encoded lines, see `encode_row`) is spout task i's share.
+    Every file is fsynced in a temporary directory, which is then renamed into place and the
+    staging directory fsynced: a driver killed at any moment leaves the whole batch or none."""
+    os.makedirs(staged_root, exist_ok=True)
+    tmp = os.path.join(staged_root, f"{TMP_PREFIX}{txid}-{uuid.uuid4().hex}")
+    os.mkdir(tmp)
+    try:
+        for index, lines in enumerate(rows):
+            _write_file(os.path.join(tmp, ROWS.format(index=index)), b"".join(lines))
+        manifest = {"txid": txid, "tasks": list(tasks), "tuples": [len(r) for r in rows]}
+        _write_file(os.path.join(tmp, MANIFEST), json.dumps(manifest).encode())
+        _fsync_dir(tmp)
+        os.rename(tmp, staged_path(staged_root, txid))
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    _fsync_dir(staged_root)
+
+
+def delete_staged(staged_root: str, txid: int) -> None:
+    shutil.rmtree(staged_path(staged_root, txid), ignore_errors=True)
+
+
+def id_key(msg_id: Any) -> str:
+    """A message id as compact JSON: how staged rows hold it and how re-emits are matched."""
+    return json.dumps(msg_id, separators=(",", ":"), sort_keys=True)
+
+
+def encode_row(m: Emit) -> bytes:
+    """One emit as a staged line: the stream as JSON, the direct task (or nothing), the message
+    id as JSON (or nothing), the values as compact JSON, tab-separated (JSON text holds no raw
+    tab or newline)."""
+    try:
+        values = json.dumps(m.values, separators=(",", ":"))
+        msg_id = "" if m.id is None else id_key(m.id)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"values that JSON cannot hold ({exc}): a plain spout's tuples are staged as JSON"
+        ) from None
+    direct = "" if m.task is None else str(m.task)
+    return f"{json.dumps(m.stream)}\t{direct}\t{msg_id}\t{values}\n".encode()
+
+
+def staged_ids(staged_root: str, txid: int) -> list[str]:
+    """The message ids (as `id_key` text) of a staged batch's reliable tuples."""
+    manifest = read_manifest(staged_root, txid)
+    out = []
+    for index in range(len(manifest["tasks"]) if manifest else 0):
+        path = os.path.join(staged_path(staged_root, txid), ROWS.format(index=index))
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                msg_id = line.split("\t", 3)[2]
+                if msg_id:
+                    out.append(msg_id)
+    return out
+
+
+def read_rows(staged_root: str, txid: int, index: int, task: int) -> Iterator[tuple[Any, ...]]:
+    """Task `index`'s staged share of txid as the source's rows (index, task, stream, values
+    as JSON text, direct task)."""
+    path = os.path.join(staged_path(staged_root, txid), ROWS.format(index=index))
+    loads = json.loads
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            stream, direct, _, values = line.rstrip("\n").split("\t", 3)
+            yield (index, task, loads(stream), values, int(direct) if direct else None)
+
+
+def _write_file(path: str, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(directory: str) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# ---- the data source (Spark side) ---------------------------------------------------------------
+
+
+class StagedPartition(InputPartition):
+    """Spout task `index` (task id `task`) of the staged txid `txid`."""
+
+    def __init__(self, txid: int, index: int, task: int) -> None:
+        super().__init__((txid, index))
+        self.txid = txid
+        self.index = index
+        self.task = task
+
+
+class StagedSpoutSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return STAGED_SOURCE_NAME
+
+    def schema(self) -> str:
+        return SCHEMA
+
+    def streamReader(self, schema: Any) -> DataSourceStreamReader:
+        return StagedSpoutReader(self.options)
+
+
+class StagedSpoutReader(DataSourceStreamReader):
+    def __init__(self, options: Any) -> None:
+        self.root = str(options["state"])
+        self.staged = str(options["staged"])
+
+    def initialOffset(self) -> dict[str, int]:
+        committed = currtx(self.root) - 1
+        if committed > 0:
+            raise TopologyError(
+                f"the batch state in {self.root} has txids up to {committed} committed, but "
+                "Spark's checkpoint of this query is new: they must be kept together (the same "
+                "--checkpoint directory), or both started afresh"
+            )
+        return {"txid": 0}
+
+    def latestOffset(self, start: dict[str, int], limit: Any) -> dict[str, int]:
+        """T + 1 once it is staged and its metadata stored (the driver's stager writes both, in
+        that order); else the offset stays and Spark runs no micro-batch."""
+        txid = int(start["txid"]) + 1
+        if meta_record(self.root, txid) is not None and read_manifest(self.staged, txid):
+            return {"txid": txid}
+        return start
+
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
+        first, last = int(start["txid"]), int(end["txid"])
+        if last == first:
+            return []
+        if last != first + 1:
+            raise TopologyError(
+                f"a micro-batch from txid {first} to {last}: each micro-batch must be exactly "
+                "one txid (was the checkpoint written by another source?)"
+            )
+        manifest = read_manifest(self.staged, last)
+        if manifest is None:
+            # committed and deleted: the engine skips it without reading (engine.py, step 1)
+            return []
+        return [StagedPartition(last, i, task) for i, task in enumerate(manifest["tasks"])]
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        assert isinstance(partition, StagedPartition)
+        p = partition
+        return read_rows(self.staged, p.txid, p.index, p.task)
+
+    def commit(self, end: dict[str, int]) -> None:
+        """Nothing: the engine commits a txid (and acks it to the spout) before Spark records
+        the micro-batch as done."""
+
+
+# ---- the driver side ------------------------------------------------------------------------------
+
+Tagged = tuple[int, Emit]  # (process generation, emit)
+
+
+class _Task:
+    """What the stager and a task thread share about one spout task (under StagedSpouts.lock)."""
+
+    def __init__(self, index: int, task: int) -> None:
+        self.index = index
+        self.task = task
+        self.buffer: list[Tagged] = []  # emitted, not yet staged
+        self.outcomes: list[tuple[int, str, Any]] = []  # (generation, "ack" | "fail", id) to write
+        self.pending = 0  # its reliable tuples buffered or staged, not yet acked or failed
+        self.generation = 0  # its live process's; 0 while none runs
+        self.thread: threading.Thread | None = None
+
+
+class StagedSpouts:
+    """The driver's side of a plain spout on Spark: its tasks' processes, the staging, the
+    outcomes (see the module's docstring). `start`, `committed` and `close` are called by the
+    engine; the rest runs in threads of its own."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        spout: Stage,
+        checkpoint: str,
+        state_root: str,
+        *,
+        trigger_secs: float = 1.0,
+        run_id: str = "spark",
+    ) -> None:
+        self.topology = plan.topology
+        self.spout = spout
+        self.staged_root = os.path.join(checkpoint, STAGED_SUBDIR)
+        self.state_root = state_root
+        self.trigger_secs = trigger_secs
+        self.run_id = run_id
+        self.max_tuples = max_batch_tuples(plan.topology)
+        self.max_pending = cfg.component_settings(plan.topology, spout.component).max_spout_pending
+        self.lock = threading.Condition()
+        self.tasks = [_Task(i, t) for i, t in enumerate(spout.tasks)]
+        self.currtx = 1  # the lowest txid not committed
+        self.next_txid = 1  # the next txid to stage
+        # txid -> its reliable tuples: (task index, generation, message id)
+        self.staged_ids: dict[int, list[tuple[int, int, Any]]] = {}
+        # message ids staged by an earlier run and not yet committed -> their txid: a spout that
+        # replays them after a restart (its own durable record says they were never acked) is
+        # not staged again; the re-emit is acked when that txid commits
+        self.replayed: dict[str, int] = {}
+        self.deduplicated = 0
+        self.stopping = False  # no more `next`s nor staging
+        self.closing = False  # task threads: drain their outcomes, then end their processes
+        self.acked = self.failed = 0
+        self.staged_batches = 0
+        self._stager: threading.Thread | None = None
+
+    def options(self) -> dict[str, str]:
+        """What `readStream.format(STAGED_SOURCE_NAME)` takes."""
+        return {"state": self.state_root, "staged": self.staged_root}
+
+    # -- start -----------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Recover the staging left by an earlier run, then start the spout tasks and the
+        stager (before the query starts)."""
+        self._recover()
+        for t in self.tasks:
+            t.thread = threading.Thread(
+                target=self._run_task, args=(t,), name=f"spout {self.spout.id}[{t.task}]"
+            )
+            t.thread.daemon = True
+            t.thread.start()
+        self._stager = threading.Thread(target=self._run_stager, name="stager", daemon=True)
+        self._stager.start()
+
+    def _recover(self) -> None:
+        os.makedirs(self.staged_root, exist_ok=True)
+        for name in os.listdir(self.staged_root):
+            if name.startswith(TMP_PREFIX):  # a driver killed while staging: never handed over
+                shutil.rmtree(os.path.join(self.staged_root, name), ignore_errors=True)
+        store = BatchStore(self.state_root)
+        self.currtx = store.currtx()
+        expected = self.currtx
+        for txid in staged_txids(self.staged_root):
+            if txid < self.currtx:  # committed; the driver died before deleting it
+                delete_staged(self.staged_root, txid)
+                continue
+            if txid != expected:
+                raise TopologyError(
+                    f"the staged batches in {self.staged_root} skip txid {expected} (found "
+                    f"{txid}): the staging and the batch state disagree; keep the checkpoint "
+                    "directory whole, or start afresh"
+                )
+            if meta_record(self.state_root, txid) is None:  # died between staging and meta
+                store.put_meta(txid, {"staged": True}, 0)
+            for key in staged_ids(self.staged_root, txid):
+                self.replayed[key] = txid
+            log.info("txid %d: staged by an earlier run, replayed from %s", txid, self.staged_root)
+            expected += 1
+        self.next_txid = expected
+
+    # -- the engine's calls ----------------------------------------------------------------------
+    def committed(self, txid: int) -> None:
+        """txid is committed: ack its tuples to the spout (the processes that emitted them),
+        delete its staging, let the stager go on."""
+        with self.lock:
+            for index, generation, msg_id in self.staged_ids.pop(txid, ()):
+                task = self.tasks[index]
+                task.outcomes.append((generation, "ack", msg_id))
+                task.pending -= 1
+                self.acked += 1
+            self.currtx = max(self.currtx, txid + 1)
+            if self.replayed:
+                self.replayed = {k: t for k, t in self.replayed.items() if t > txid}
+            self.lock.notify_all()
+        delete_staged(self.staged_root, txid)
+
+    def close(self) -> None:
+        """Stop staging; fail what was emitted and never staged (its batch is dropped for
+        good); let the task threads write their outcomes and end their processes. Staged
+        batches stay on disk, to be replayed first by the next run."""
+        with self.lock:
+            self.stopping = True
+            self.lock.notify_all()
+        if self._stager is not None:
+            self._stager.join()
+        with self.lock:
+            for t in self.tasks:
+                self._fail_buffer(t)
+            self.closing = True
+            self.lock.notify_all()
+        for t in self.tasks:
+            if t.thread is not None:
+                t.thread.join(CLOSE_GRACE_SECS * 4)
+
+    def _fail_buffer(self, t: _Task) -> None:
+        """Fail the reliable tuples in t's buffer (under the lock)."""
+        for generation, m in t.buffer:
+            if m.id is not None:
+                t.outcomes.append((generation, "fail", m.id))
+                t.pending -= 1
+                self.failed += 1
+        t.buffer = []
+
+    # -- a spout task's thread -------------------------------------------------------------------
+    def _wants_next(self, t: _Task) -> bool:
+        if self.stopping:
+            return False
+        if sum(len(x.buffer) for x in self.tasks) >= self.max_tuples:
+            return False
+        return self.max_pending is None or t.pending < self.max_pending
+
+    def _run_task(self, t: _Task) -> None:
+        """Drive task t's process until closing; restart it (with a back-off) when it breaks.
+        The process is started in this thread: its parent-death signal is tied to it."""
+        proc = SpoutProcess(self.topology, self.spout.id, t.task, run_id=self.run_id)
+        settings = cfg.component_settings(self.topology, self.spout.component)
+        backoff = settings.restart_backoff_initial_secs
+        try:
+            while True:
+                with self.lock:
+                    closing = self.closing
+                    if proc.child is None and not closing:
+                        t.generation = 0
+                if closing and (proc.child is None or not self._task_busy(t, proc)):
+                    return
+                if proc.child is None:
+                    try:
+                        proc.start()
+                    except ComponentFailed as exc:
+                        log.error("%s", exc)
+                        with self.lock:
+                            self.lock.wait(backoff)
+                        backoff = min(backoff * 2, settings.restart_backoff_max_secs)
+                        continue
+                    with self.lock:
+                        t.generation = proc.generation
+                self._pump_task(t, proc)
+        except ComponentFailed as exc:
+            log.error("%s", exc)
+        finally:
+            if proc.child is not None:
+                proc.close(CLOSE_GRACE_SECS)
+
+    def _task_busy(self, t: _Task, proc: SpoutProcess) -> bool:
+        with self.lock:
+            return bool(t.outcomes) or not proc.idle
+
+    def _pump_task(self, t: _Task, proc: SpoutProcess) -> None:
+        with self.lock:
+            outcomes, t.outcomes = t.outcomes, []
+            want = self._wants_next(t)
+        for generation, command, msg_id in outcomes:
+            if generation == proc.generation:  # an older process's ids mean nothing to this one
+                (proc.ack if command == "ack" else proc.fail)(msg_id)
+        try:
+            emits = proc.pump(want, PUMP_WAIT_SECS)
+        except ComponentFailed as exc:
+            log.error("%s; restarting it (its unstaged tuples are lost with it)", exc)
+            proc.kill()
+            self._lost_process(t, proc.generation)
+            return
+        if emits:
+            generation = proc.generation
+            reliable = sum(1 for m in emits if m.id is not None)
+            with self.lock:
+                t.pending += reliable
+                if self.replayed:
+                    emits = self._not_staged_before(t, generation, emits)
+                t.buffer.extend((generation, m) for m in emits)
+                if self.stopping:  # emitted by `next`s in flight at the stop: never staged
+                    self._fail_buffer(t)
+                self.lock.notify_all()
+
+    def _not_staged_before(self, t: _Task, generation: int, emits: list[Emit]) -> list[Emit]:
+        """The emits whose message id no staged-but-uncommitted batch of an earlier run holds;
+        the others are acked when that batch commits (under the lock)."""
+        out = []
+        for m in emits:
+            try:
+                txid = None if m.id is None else self.replayed.pop(id_key(m.id), None)
+            except (TypeError, ValueError):  # an id JSON cannot hold was never staged
+                txid = None
+            if txid is None:
+                out.append(m)
+            else:
+                self.staged_ids.setdefault(txid, []).append((t.index, generation, m.id))
+                self.deduplicated += 1
+        return out
+
+    def _lost_process(self, t: _Task, generation: int) -> None:
+        """t's process died: its unstaged tuples can be neither staged as acked-later nor
+        failed (docs/protocol.md §5.7), and its staged ones are acked to nobody."""
+        with self.lock:
+            kept = [(g, m) for g, m in t.buffer if g != generation]
+            t.pending -= sum(1 for g, m in t.buffer if g == generation and m.id is not None)
+            t.buffer = kept
+            t.generation = 0
+
+    # -- the stager ------------------------------------------------------------------------------
+    def _run_stager(self) -> None:
+        last_cut = time.monotonic()
+        while True:
+            with self.lock:
+                if self.stopping:
+                    return
+                buffered = sum(len(t.buffer) for t in self.tasks)
+                allowed = self.next_txid <= self.currtx + AHEAD
+                due = buffered >= self.max_tuples or (
+                    buffered > 0 and time.monotonic() - last_cut >= self.trigger_secs
+                )
+                if not (allowed and due):
+                    self.lock.wait(STAGER_WAIT_SECS)
+                    continue
+                txid = self.next_txid
+                cut = self._cut()
+            last_cut = time.monotonic()
+            self._stage(txid, cut)
+
+    def _cut(self) -> list[list[Tagged]]:
+        """Up to max_tuples buffered tuples, each task's oldest first (under the lock)."""
+        left = self.max_tuples
+        cut = []
+        for t in self.tasks:
+            share, t.buffer = t.buffer[:left], t.buffer[left:]
+            left -= len(share)
+            cut.append(share)
+        return cut
+
+    def _stage(self, txid: int, cut: list[list[Tagged]]) -> None:
+        try:
+            rows = [[encode_row(m) for _, m in share] for share in cut]
+            write_staged(self.staged_root, txid, self.spout.tasks, rows)
+            BatchStore(self.state_root).put_meta(txid, {"staged": True}, 0)
+        except (OSError, TypeError) as exc:
+            log.error(
+                "%s: txid %d could not be staged (%s); its %d tuple(s) are failed",
+                self.spout.id,
+                txid,
+                exc,
+                sum(len(s) for s in cut),
+            )
+            delete_staged(self.staged_root, txid)
+            with self.lock:
+                for t, share in zip(self.tasks, cut, strict=True):
+                    saved, t.buffer = t.buffer, share
+                    self._fail_buffer(t)
+                    t.buffer = saved
+                self.lock.wait(1.0)  # a full disk is not fixed by trying at once
+            return
+        ids = [
+            (index, generation, m.id)
+            for index, share in enumerate(cut)
+            for generation, m in share
+            if m.id is not None
+        ]
+        with self.lock:
+            self.staged_ids[txid] = ids
+            self.next_txid = txid + 1
+            self.staged_batches += 1
+        log.debug("txid %d staged: %d tuple(s)", txid, sum(len(s) for s in cut))
