@@ -100,14 +100,20 @@ def check_supported(plan: Plan) -> Stage:
     return spouts[0]
 
 
+KILL_TIMEOUT_KEY, KILL_TIMEOUT = "spark.python.task.killTimeout", "200ms"
+
+
 def spark_settings(plan: Plan, master: str | None) -> dict[str, str]:
     """The topology's `spark.*` config keys (not the Spark spout's `spark.spout.*`); `--master`
-    wins over `spark.master`, which wins over local[*]."""
-    out = {
-        k: str(v)
+    wins over `spark.master`, which wins over local[*]. A cancelled task's Python worker, and the
+    components it drives, are killed 200 ms after Spark notices the cancel unless the topology
+    says otherwise (Spark's 2 s default leaves them alive up to 4 s: docs/spark.md §4.4)."""
+    out = {KILL_TIMEOUT_KEY: KILL_TIMEOUT}
+    out.update(
+        (k, str(v))
         for k, v in plan.topology.config.items()
         if k.startswith("spark.") and not k.startswith(SPARK_OWN_KEYS)
-    }
+    )
     out[MASTER_KEY] = master or out.get(MASTER_KEY) or DEFAULT_MASTER
     return out
 
