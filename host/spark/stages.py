@@ -1,28 +1,38 @@
 """A plan's bolt stages over RDDs, for one micro-batch (one transaction): docs/spark.md §4.3.
 
-`BatchRun(plan, source_rdd, tx, committed_txid).run(sc)` builds every stage's RDD from the
-source's rows, then runs two phases of Spark jobs:
+`BatchRun(plan, source_rdd, tx, run_id).run(sc)` builds every stage's RDD from the source's
+rows, then runs the batch in two phases:
 
-1. **processing**: every stage that is not a committer nor downstream of one. What the
-   commit-phase stages read from them is materialized here (persisted), so that
-2. **commit**: the committers (and what they feed) run in jobs of their own, only once every
-   partition of every other stage has finished the batch -- Storm's rule that a committer's
-   finish comes after the whole batch is processed (docs/transactional.md §2, rule 5).
+1. **processing**: every stage that is not a committer nor downstream of one, in one Spark job.
+   What the commit-phase stages read from them comes out of that job complete, so that
+2. **commit**: the committers (and what they feed) run only once every partition of every other
+   stage has finished the batch -- Storm's rule that a committer's finish comes after the whole
+   batch is processed (docs/transactional.md §2, rule 5).
+
+Where every commit-phase stage has one partition (a committer's usual shape: `global`, or
+parallelism 1), the processing job *collects* their input to the driver, and the commit phase
+runs there, on one long-lived thread (`_driver_thread`), with no Spark job at all: a micro-batch
+is one Spark job. Otherwise the commit-phase inputs are persisted in the processing job and the
+commit phase is a second job over them.
 
 Each stage's partition i runs the component's task `tasks[i]` as a multilang subprocess
-(host.spark.process_cache.shared_process; `run_bolt` with the batch's Tx for batch bolts and
+(host.spark.process_cache.shared_process; `run_bolt_rows` with the batch's Tx for batch bolts and
 committers, whose finish ends the partition). A stage read more than once is persisted and read
 from the cache; everything persisted is unpersisted when the batch ends.
 
-What travels between stages: a stage's output is `(stream, task, values, direct task or None)`;
-an exchange turns one subscription's share of it into the receiver's input tuples `(source,
-stream, source task, values)`, keyed by the receiving partition where it moves data, then
-`partitionBy` with the identity puts key p into partition p.
+What travels between stages are *chunks*, never an object per tuple: a stage's output is
+`(stream, task, [values, ...], direct task or None)` per run of consecutive emits (as
+`run_bolt_rows` reads them); an exchange turns one subscription's share of it into the
+receiver's input chunks `(source, stream, source task, [values, ...])`, keyed by the receiving
+partition where it moves data (one key per chunk: the tuples of a chunk are split by receiving
+partition first), then `partitionBy` with the identity puts key p into partition p. Shuffles,
+caches and the collect therefore pickle a few large lists, not a tuple per word.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from host.errors import RoutingError
@@ -42,8 +52,10 @@ from host.spark.plan import (
 from host.spark.process_cache import shared_process
 from host.topology.model import Topology
 
-Output = tuple[str, int, list[Any], "int | None"]  # stream, emitting task, values, direct target
-InputTuple = tuple[str, str, int, list[Any]]  # source, stream, source task, values
+Output = tuple[str, int, list[Any], "int | None"]  # one row: stream, task, values, direct target
+Chunk = tuple[str, int, list[list[Any]], "int | None"]  # stream, task, [values...], direct target
+InputChunk = tuple[str, str, int, list[list[Any]]]  # source, stream, source task, [values...]
+CHUNK = 4096  # tuples per chunk, at most, where the engine builds chunks itself
 
 
 def identity(key: int) -> int:
@@ -51,7 +63,21 @@ def identity(key: int) -> int:
     return key
 
 
-# ---- one partition of one stage (runs in an executor's Python worker) ---------------------------
+def chunked(rows: Iterable[Output]) -> Iterator[Chunk]:
+    """Rows (the source's) as chunks: consecutive rows with one stream, task and direct task."""
+    key: tuple[str, int, int | None] | None = None
+    values: list[list[Any]] = []
+    for stream, task, v, direct in rows:
+        if key != (stream, task, direct) or len(values) >= CHUNK:
+            if key is not None and values:
+                yield (key[0], key[1], values, key[2])
+            key, values = (stream, task, direct), []
+        values.append(v)
+    if key is not None and values:
+        yield (key[0], key[1], values, key[2])
+
+
+# ---- one partition of one stage (runs in an executor's Python worker, or the driver) ----------
 
 # per ComponentProcess (by id) in this worker: (pid, txid, attempt) of the last batch run it did
 _last_batch: dict[int, tuple[int | None, int, int]] = {}
@@ -71,6 +97,12 @@ def fresh_for_batch(proc: ComponentProcess, tx: Tx) -> None:
     _last_batch[key] = (None, tx.txid, tx.attempt)
 
 
+def _tuples(chunks: Iterable[InputChunk]) -> Iterator[tuple[str, str, int, list[Any]]]:
+    for source, stream, task, values in chunks:
+        for v in values:
+            yield (source, stream, task, v)
+
+
 def run_stage_partition(
     topology: Topology,
     component: str,
@@ -79,26 +111,26 @@ def run_stage_partition(
     tx: Tx,
     run_id: str,
     index: int,
-    items: Iterable[InputTuple],
-) -> Iterator[Output]:
+    chunks: Iterable[InputChunk],
+) -> Iterator[Chunk]:
     task = tasks[index]
     proc = shared_process(topology, component, task, run_id=run_id, committed_txid=tx.txid - 1)
     if batch:
         fresh_for_batch(proc, tx)
-        emits = proc.run_bolt(items, tx=tx)
+        rows = proc.run_bolt_rows(_tuples(chunks), tx=tx)
     else:
-        emits = proc.run_bolt(items)
+        rows = proc.run_bolt_rows(_tuples(chunks))
     first = True
-    for e in emits:
+    for r in rows:
         if first and batch:
             _last_batch[id(proc)] = (proc.pid, tx.txid, tx.attempt)
             first = False
-        yield (e.stream, task, e.values, e.task)
+        yield (r.stream, task, r.values, r.task)
     if batch:  # finished: this process has done the attempt
         _last_batch[id(proc)] = (proc.pid, tx.txid, tx.attempt)
 
 
-def _unkeyed(pairs: Iterable[tuple[int, InputTuple]]) -> Iterator[InputTuple]:
+def _unkeyed(pairs: Iterable[tuple[int, InputChunk]]) -> Iterator[InputChunk]:
     for _, item in pairs:
         yield item
 
@@ -106,20 +138,21 @@ def _unkeyed(pairs: Iterable[tuple[int, InputTuple]]) -> Iterator[InputTuple]:
 # ---- exchanges ------------------------------------------------------------------------------------
 
 
-def edge_items(edge: Edge) -> Callable[[int, Iterable[Output]], Iterator[tuple[int, InputTuple]]]:
-    """`(partition index, a source partition's outputs) -> (receiving partition, input tuple)`
-    for one subscription (docs/spark.md §2.2)."""
+def edge_items(
+    edge: Edge,
+) -> Callable[[int, Iterable[Chunk]], Iterator[tuple[int, InputChunk]]]:
+    """`(partition index, a source partition's chunks) -> (receiving partition, input chunk)`
+    for one subscription (docs/spark.md §2.2). Tuples keep their order per receiving partition."""
     x = edge.exchange
     source, stream, n, kind = edge.source, edge.stream, x.partitions, x.kind
 
-    def keyed(index: int, outputs: Iterable[Output]) -> Iterator[tuple[int, InputTuple]]:
+    def keyed(index: int, outputs: Iterable[Chunk]) -> Iterator[tuple[int, InputChunk]]:
         if kind == HASH:
             partition_of = x.partitioner()
         counter = index
         for out_stream, task, values, direct in outputs:
             if out_stream != stream:
                 continue
-            item = (source, stream, task, values)
             if kind == TO_NAMED_TASK:
                 if direct is None:
                     raise RoutingError(
@@ -127,32 +160,39 @@ def edge_items(edge: Edge) -> Callable[[int, Iterable[Output]], Iterator[tuple[i
                         f"{edge.target} subscribes to it with a direct grouping"
                     )
                 if x.first_task <= direct < x.first_task + n:
-                    yield (direct - x.first_task, item)
+                    yield (direct - x.first_task, (source, stream, task, values))
                 continue
             if direct is not None:
                 continue  # a direct emit goes only to the task it names
             if kind == PASS_THROUGH:
-                yield (index, item)
-            elif kind == ROUND_ROBIN:
-                yield (counter % n, item)
-                counter += 1
-            elif kind == HASH:
-                yield (partition_of(values), item)
+                yield (index, (source, stream, task, values))
             elif kind == SINGLE:
-                yield (0, item)
+                yield (0, (source, stream, task, values))
             elif kind == BROADCAST:
                 for p in range(n):
-                    yield (p, item)
+                    yield (p, (source, stream, task, values))
+            elif kind == ROUND_ROBIN or kind == HASH:
+                buckets: list[list[list[Any]]] = [[] for _ in range(n)]
+                if kind == HASH:
+                    for v in values:
+                        buckets[partition_of(v)].append(v)
+                else:
+                    for v in values:
+                        buckets[counter % n].append(v)
+                        counter += 1
+                for p, bucket in enumerate(buckets):
+                    if bucket:
+                        yield (p, (source, stream, task, bucket))
             else:
                 raise AssertionError(f"unknown exchange {kind!r}")
 
     return keyed
 
 
-def pass_through_items(edge: Edge) -> Callable[[Iterable[Output]], Iterator[InputTuple]]:
+def pass_through_items(edge: Edge) -> Callable[[Iterable[Chunk]], Iterator[InputChunk]]:
     source, stream = edge.source, edge.stream
 
-    def items(outputs: Iterable[Output]) -> Iterator[InputTuple]:
+    def items(outputs: Iterable[Chunk]) -> Iterator[InputChunk]:
         for out_stream, task, values, direct in outputs:
             if out_stream == stream and direct is None:
                 yield (source, stream, task, values)
@@ -160,12 +200,28 @@ def pass_through_items(edge: Edge) -> Callable[[Iterable[Output]], Iterator[Inpu
     return items
 
 
+# ---- the driver's commit phase --------------------------------------------------------------------
+
+_driver_pool: ThreadPoolExecutor | None = None
+
+
+def _driver_thread() -> ThreadPoolExecutor:
+    """One thread that lives as long as the driver: the commit phase's processes are started
+    from it, and a process's parent-death signal fires when the *thread* that started it ends
+    (host/spark/process_cache.py), which a py4j callback thread (foreachBatch's) may do between
+    micro-batches."""
+    global _driver_pool
+    if _driver_pool is None:
+        _driver_pool = ThreadPoolExecutor(1, thread_name_prefix="multilang-commit")
+    return _driver_pool
+
+
 # ---- one micro-batch --------------------------------------------------------------------------------
 
 
 class BatchRun:
-    """The RDDs and jobs of one micro-batch. `source_rdd` holds the batch spout's outputs, in its
-    tasks' partitions (partition i = spout task i)."""
+    """The RDDs and jobs of one micro-batch. `source_rdd` holds the batch spout's output rows,
+    in its tasks' partitions (partition i = spout task i)."""
 
     def __init__(self, plan: Plan, source_rdd: Any, tx: Tx, run_id: str) -> None:
         self.plan = plan
@@ -174,12 +230,20 @@ class BatchRun:
         self.outputs: dict[str, Any] = {}
         self.persisted: list[Any] = []
         self.commit_phase = _commit_phase(plan)
+        commit_stages = [s for s in plan.stages if s.id in self.commit_phase]
+        # the commit phase in the driver: every stage of it one partition (see the docstring)
+        self.in_driver = bool(commit_stages) and all(s.partitions == 1 for s in commit_stages)
         self.pre_commit_terminals: list[Any] = []
         self.commit_terminals: list[Any] = []
+        self.driver_inputs: list[tuple[tuple[str, int], Any]] = []  # (stage, input #), keyed RDD
         spout = next(s for s in plan.stages if s.component.is_spout)
-        self._keep(spout, source_rdd)
+        self._keep(spout, source_rdd.mapPartitions(chunked, preservesPartitioning=True))
         for stage in plan.stages:
-            if not stage.component.is_spout:
+            if stage.component.is_spout:
+                continue
+            if self.in_driver and stage.id in self.commit_phase:
+                self._driver_inputs(stage)
+            else:
                 self._build(stage)
 
     def _keep(self, stage: Stage, rdd: Any) -> None:
@@ -190,6 +254,12 @@ class BatchRun:
         if stage.readers == 0:
             phase = self.commit_terminals if stage.id in self.commit_phase else None
             (phase if phase is not None else self.pre_commit_terminals).append(rdd)
+
+    def _driver_inputs(self, stage: Stage) -> None:
+        for i, edge in enumerate(stage.inputs):
+            if edge.source not in self.commit_phase:
+                rdd = self.outputs[edge.source].mapPartitionsWithIndex(edge_items(edge))
+                self.driver_inputs.append(((stage.id, i), rdd))
 
     def _build(self, stage: Stage) -> None:
         n = stage.partitions
@@ -218,18 +288,56 @@ class BatchRun:
         topology, cid, tasks = self.plan.topology, stage.id, stage.tasks
         batch, tx, run_id = stage.component.batch is not None, self.tx, self.run_id
 
-        def run(index: int, items: Iterable[InputTuple]) -> Iterator[Output]:
+        def run(index: int, items: Iterable[InputChunk]) -> Iterator[Chunk]:
             return run_stage_partition(topology, cid, tasks, batch, tx, run_id, index, items)
 
         self._keep(stage, inputs.mapPartitionsWithIndex(run))
 
     def run(self, sc: Any) -> None:
-        """Phase 1, then phase 2 (each one Spark job). Raises what the jobs raise (a component
-        that failed in every try Spark gave it)."""
+        """The processing job, then the commit phase (in the driver, or a second job). Raises
+        what the jobs raise (a component that failed in every try Spark gave it)."""
+        if self.in_driver:
+            collected = self._processing_and_collect(sc)
+            _driver_thread().submit(self._commit_in_driver, collected).result()
+            return
         for terminals in (self.pre_commit_terminals, self.commit_terminals):
             if terminals:
                 rdd = terminals[0] if len(terminals) == 1 else sc.union(terminals)
                 rdd.foreachPartition(_drain)
+
+    def _processing_and_collect(self, sc: Any) -> dict[tuple[str, int], list[InputChunk]]:
+        """One job: every processing-phase terminal drained, the commit phase's input chunks
+        collected to the driver (by stage and input)."""
+        parts = [t.mapPartitions(_nothing) for t in self.pre_commit_terminals]
+        for key, rdd in self.driver_inputs:
+            parts.append(rdd.map(lambda kv, key=key: (key, kv[1])))
+        collected: dict[tuple[str, int], list[InputChunk]] = {}
+        if not parts:
+            return collected
+        rdd = parts[0] if len(parts) == 1 else sc.union(parts)
+        for key, chunk in rdd.collect():
+            collected.setdefault(tuple(key), []).append(chunk)
+        return collected
+
+    def _commit_in_driver(self, collected: dict[tuple[str, int], list[InputChunk]]) -> None:
+        """The commit-phase stages in topological order, each partition 0 of one, here."""
+        outputs: dict[str, list[Chunk]] = {}
+        tx, run_id, topology = self.tx, self.run_id, self.plan.topology
+        for stage in self.plan.stages:
+            if stage.id not in self.commit_phase:
+                continue
+            chunks: list[InputChunk] = []
+            for i, edge in enumerate(stage.inputs):
+                if edge.source in self.commit_phase:
+                    chunks.extend(c for _, c in edge_items(edge)(0, outputs[edge.source]))
+                else:
+                    chunks.extend(collected.get((stage.id, i), []))
+            batch = stage.component.batch is not None
+            out = run_stage_partition(topology, stage.id, stage.tasks, batch, tx, run_id, 0, chunks)
+            if stage.readers:
+                outputs[stage.id] = list(out)
+            else:
+                _drain(out)
 
     def unpersist(self) -> None:
         for rdd in self.persisted:
@@ -240,6 +348,12 @@ class BatchRun:
 def _drain(items: Iterable[Any]) -> None:
     for _ in items:
         pass
+
+
+def _nothing(items: Iterable[Any]) -> Iterator[Any]:
+    for _ in items:
+        pass
+    return iter(())
 
 
 def _commit_phase(plan: Plan) -> frozenset[str]:
