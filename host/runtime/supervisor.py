@@ -356,11 +356,11 @@ class Supervisor:
         self._schedule_idle_spouts()
         self.loop.turn(max_wait)
         if self.phase == "running" or self.phase == "draining":
+            if self.drpc is not None:  # first: an in-host ack may queue a spout's `ack`
+                self.drpc.pump()
             for link in self.spouts:
                 if link.running:
                     link.pump()
-            if self.drpc is not None:
-                self.drpc.pump()
         self._flush_dirty()
         return True
 
