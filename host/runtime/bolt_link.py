@@ -28,6 +28,7 @@ from host.observe.metrics import ComponentStats
 from host.runtime.acker import Outcome, new_id
 from host.runtime.data_path import DataPath
 from host.runtime.link import Fault, Link, emit_text
+from host.runtime.run_length import RunLength
 from host.runtime.task_log import TaskLog
 from host.topology.model import Component
 from multilang.codec import dumps
@@ -72,6 +73,12 @@ class BoltLink(Link):
         self.tick_freq = tick_freq
         self.busy_since: float | None = None  # since when it has had tuples in flight
         self.busy_total = 0.0  # seconds with tuples in flight, up to busy_since
+        # its component's shuffle run length (host/runtime/run_length.py), told how long the
+        # task took over tuples written together whose acks came in more than one read: when
+        # the latest such write was, and when the first of its acks was read
+        self.run_length: RunLength | None = None
+        self.group_written = -math.inf
+        self.group_first_read = 0.0
         # never-acked tuples (`_forget`): when this process last acked or failed a tuple,
         # whether it had tuples forgotten, and whether its component was warned
         self.answered_at = -math.inf
@@ -92,6 +99,7 @@ class BoltLink(Link):
         self.forgot = False
         self.beats.clear()
         self.read_past = -math.inf
+        self.group_written = -math.inf
 
     # -- delivery --------------------------------------------------------------------------------
     def offer(self, tid: int, roots: tuple, frame: bytes) -> None:
@@ -243,6 +251,8 @@ class BoltLink(Link):
         latency = self.stats.process_latency
         now = path.now
         acked = emitted = 0
+        # acks, in this read, of tuples written together with some acked in an earlier read
+        later = 0
         try:
             for m in messages:
                 typ = type(m)
@@ -262,6 +272,16 @@ class BoltLink(Link):
                             key = found
                             entry = in_flight.pop(key)
                         acked += 1
+                        written = entry[2]
+                        if written == self.group_written:
+                            if now > self.group_first_read:
+                                later += 1
+                        elif written > self.group_written:
+                            if later:
+                                self._measured(now, later)
+                                later = 0
+                            self.group_written = written
+                            self.group_first_read = now
                         if not key & 7:  # a sample: the ids are random
                             latency.record(now - entry[2])
                         roots = entry[0]
@@ -299,6 +319,10 @@ class BoltLink(Link):
             stats.emitted += emitted
             if acked:
                 self.answered_at = now
+                if later:
+                    self._measured(now, later)
+                if self.run_length is not None:
+                    self.run_length.answered()
             if self.backlog:  # once per read, not per ack: the freed slots are written together
                 self.refill()
             if in_flight:
@@ -306,6 +330,12 @@ class BoltLink(Link):
             else:
                 self.await_since = None
                 self._idle(now)
+
+    def _measured(self, now: float, later: int) -> None:
+        """`later` tuples of the latest write group were acked `now`, after the first of the
+        group was: the task worked on them from then to now (host/runtime/run_length.py)."""
+        if self.run_length is not None:
+            self.run_length.measured(now - self.group_first_read, later)
 
     def in_flight_entry(self, tuple_id: Any, m: Emit) -> list:
         """The in-flight entry of an emit's anchor; a Fault when it is not in flight."""

@@ -12,6 +12,7 @@ import zlib
 from collections.abc import Callable
 
 from host.errors import RoutingError
+from host.runtime.run_length import RunLength
 from host.topology.model import (
     ALL,
     DIRECT,
@@ -52,6 +53,25 @@ def _shuffle(tasks: list[int]) -> Chooser:
             i = 0
         state[0] = i
         return singles[i]
+
+    return choose
+
+
+def _shuffle_runs(tasks: list[int], runs: RunLength) -> Chooser:
+    """Round robin by runs: `runs.k` consecutive tuples to one task, then the next task (see
+    host/runtime/run_length.py). With k = 1 it is `_shuffle`."""
+    n = len(tasks)
+    state = [random.randrange(n), 0]  # the current task's index, tuples it got in this run
+    singles = [[t] for t in tasks]
+
+    def choose(values: list) -> list:
+        given = state[1]
+        if given >= runs.k:
+            i = state[0] + 1
+            state[0] = 0 if i >= n else i
+            given = 0
+        state[1] = given + 1
+        return singles[state[0]]
 
     return choose
 
@@ -127,7 +147,15 @@ class Route:
 
 
 class Router:
-    def __init__(self, topology: Topology, component_tasks: dict[str, list[int]]):
+    def __init__(
+        self,
+        topology: Topology,
+        component_tasks: dict[str, list[int]],
+        runs: dict[str, RunLength] | None = None,
+    ):
+        """`runs`: the run length of shuffle groupings per bolt component (`_shuffle_runs`);
+        a component without one gets plain round robin."""
+        runs = runs or {}
         self._routes: dict[tuple[str, str], Route] = {}
         # (source, stream) -> values -> target tasks, for regular emits: one call per tuple
         self._regular: dict[tuple[str, str], Chooser] = {}
@@ -142,7 +170,10 @@ class Router:
                         route.has_direct = True
                         route.direct_tasks.update(tasks)
                     elif g.type in (SHUFFLE, LOCAL_OR_SHUFFLE, NONE):
-                        route.choosers.append(_shuffle(tasks))
+                        run = runs.get(target.id)
+                        route.choosers.append(
+                            _shuffle(tasks) if run is None else _shuffle_runs(tasks, run)
+                        )
                     elif g.type == FIELDS:
                         route.choosers.append(_fields(tasks, indices))
                     elif g.type == GLOBAL:

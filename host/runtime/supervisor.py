@@ -36,6 +36,7 @@ from host.runtime.lifecycle import RestartPolicy, State
 from host.runtime.loop import EventLoop
 from host.runtime.process import Launcher
 from host.runtime.router import Router
+from host.runtime.run_length import RunLength
 from host.runtime.shutdown import Shutdown
 from host.runtime.spout_link import SpoutLink
 from host.runtime.supervision import Supervision
@@ -80,8 +81,16 @@ class Supervisor:
             settings.acker_latency_sample,
         )
         self.task_map = assign_tasks(topology)
+        # per bolt component, the length of the runs its shuffle inputs give one task
+        self.run_lengths = {
+            c.id: RunLength(settings.shuffle_run_max, settings.shuffle_run_budget_secs)
+            for c in topology.components
+            if not c.is_spout and c.in_host is None
+        }
         router = Router(
-            topology, {c.id: list(self.task_map.tasks_of(c.id)) for c in topology.components}
+            topology,
+            {c.id: list(self.task_map.tasks_of(c.id)) for c in topology.components},
+            self.run_lengths,
         )
         self.path = DataPath(router, self.acker, settings.acking)
         self.path.strict = strict
@@ -171,6 +180,7 @@ class Supervisor:
                         max_queued=settings.shellbolt_max_pending,
                         tick_freq=cfg.tick_freq(topology, comp),
                     )
+                    link.run_length = self.run_lengths.get(comp.id)
                 policy = RestartPolicy(
                     settings.restart_backoff_initial_secs,
                     settings.restart_backoff_max_secs,
@@ -481,6 +491,8 @@ class Supervisor:
             self.path.batches.expire()
         if self.drpc is not None:
             self.drpc.expire()
+        for run_length in self.run_lengths.values():
+            run_length.update()
         for task in list(self.tasks.values()):
             link = task.link
             link.log.due_report(now)

@@ -49,6 +49,8 @@ SPOUT_ACK_BATCH = "host.spout.ack.batch"
 SPOUT_NEXT_DEPTH = "host.spout.next.depth"
 SPOUT_PIPELINING = "host.spout.pipelining"
 BOLT_MAX_IN_FLIGHT = "host.bolt.max.in.flight"
+SHUFFLE_RUN_MAX = "host.shuffle.run.max"
+SHUFFLE_RUN_BUDGET_MS = "host.shuffle.run.budget.ms"
 ACKER_LATENCY_SAMPLE = "host.acker.latency.sample"
 MAX_FRAME_BYTES = "host.max.frame.bytes"
 STATE_DIR = "host.state.dir"
@@ -213,6 +215,12 @@ KEYS: dict[str, Key] = {
         # does; a window well beyond one read's worth keeps the bolt busy while the host handles
         # what it wrote. A bolt that holds tuples unacked (a batching sink) holds at most this many.
         Key(BOLT_MAX_IN_FLIGHT, 1000, _positive_int),
+        # shuffle groupings (and none, local-or-shuffle) give a bolt task runs of consecutive
+        # tuples, so that with many tasks a write and a wake-up carry more than one: at most this
+        # many (1 = Storm's round robin), and no more than the bolt's measured time per tuple
+        # lets it work through within the budget (host/runtime/run_length.py; docs/protocol.md)
+        Key(SHUFFLE_RUN_MAX, 32, _positive_int),
+        Key(SHUFFLE_RUN_BUDGET_MS, 1, _positive_number),
         # complete latency is timed for one spout tuple in this many (1 = all: 24 more bytes each)
         Key(ACKER_LATENCY_SAMPLE, 16, _positive_int),
         Key(MAX_FRAME_BYTES, 16 * 1024 * 1024, _positive_int),
@@ -428,6 +436,8 @@ class Settings:
     acker_tasks: int  # `__acker` tasks in the task numbering: 0 when acking is off
     shellbolt_max_pending: int
     bolt_max_in_flight: int
+    shuffle_run_max: int
+    shuffle_run_budget_secs: float  # host.shuffle.run.budget.ms, in seconds
     # liveness timeout; unset falls back to supervisor.worker.timeout.secs as in Storm's
     # ShellBolt.java / ShellSpout.java (see docs/protocol.md on heartbeats)
     subprocess_timeout_secs: float
@@ -482,6 +492,8 @@ class Settings:
             acker_tasks=1 if acker_executors is None else acker_executors,
             shellbolt_max_pending=read.integer(SHELLBOLT_MAX_PENDING),
             bolt_max_in_flight=read.integer(BOLT_MAX_IN_FLIGHT),
+            shuffle_run_max=read.integer(SHUFFLE_RUN_MAX),
+            shuffle_run_budget_secs=read.number(SHUFFLE_RUN_BUDGET_MS) / 1000,
             subprocess_timeout_secs=float(
                 worker_timeout if subprocess_timeout is None else subprocess_timeout
             ),
