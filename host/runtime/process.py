@@ -12,7 +12,7 @@ import ctypes
 import os
 import signal
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import IO
 
@@ -29,6 +29,17 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     except (OSError, AttributeError):
         pass
+
+
+def _on_cpus(cpus: set[int]) -> Callable[[], None]:
+    def preexec() -> None:  # pragma: no cover - runs in the child between fork and exec
+        _die_with_parent()
+        try:
+            os.sched_setaffinity(0, cpus)
+        except OSError:
+            pass
+
+    return preexec
 
 
 def child_environment(component: Component) -> dict[str, str]:
@@ -123,6 +134,8 @@ class Launcher:
 
     #: added to every child's environment (the supervisor sets its watchdog's token here)
     extra_env: Mapping[str, str] = MappingProxyType({})
+    #: the CPUs a new child may run on, or None for the host's (host/runtime/cpu_isolation.py)
+    cpus: set[int] | None = None
 
     def start(self, argv: list[str], cwd: str, env: dict[str, str]) -> Child:
         if self.extra_env:
@@ -136,6 +149,6 @@ class Launcher:
             env=env,
             bufsize=0,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=_die_with_parent if self.cpus is None else _on_cpus(self.cpus),
         )
         return Child(popen)

@@ -31,6 +31,7 @@ from host.runtime import debug_log, stats
 from host.runtime.acker import Acker
 from host.runtime.bolt_link import BoltLink
 from host.runtime.context import HandshakeCache, assign_tasks
+from host.runtime.cpu_isolation import CpuIsolation
 from host.runtime.data_path import DataPath
 from host.runtime.lifecycle import RestartPolicy, State
 from host.runtime.loop import EventLoop
@@ -98,6 +99,8 @@ class Supervisor:
         self.loop = EventLoop(clock, [self.path])
         self.observe = Observations()
         self.launcher = launcher or Launcher()
+        # only for real processes: a test's fake children have no CPUs to move
+        self.cpu = CpuIsolation(settings.cpu_isolate if launcher is None else False)
         self.supervision = Supervision(self.loop, self.path, settings, self.observe, self.launcher)
         self.supervision.on_failure = self.request_stop
         self.supervision.is_paused = lambda link: bool(self._blocked_downstream[link.cid])
@@ -391,6 +394,7 @@ class Supervisor:
         """End whatever is still running (when the loop did not reach its end: an error, or a
         harness that gave up), then release the loop's resources."""
         try:
+            self.cpu.release(self.pids().values())
             self._end_now()
             if self.drpc is not None:
                 self.drpc.close()
@@ -493,6 +497,8 @@ class Supervisor:
             self.drpc.expire()
         for run_length in self.run_lengths.values():
             run_length.update()
+        self.cpu.tick(self.pids().values())
+        self.launcher.cpus = self.cpu.child_cpus
         for task in list(self.tasks.values()):
             link = task.link
             link.log.due_report(now)

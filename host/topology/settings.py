@@ -51,6 +51,7 @@ SPOUT_PIPELINING = "host.spout.pipelining"
 BOLT_MAX_IN_FLIGHT = "host.bolt.max.in.flight"
 SHUFFLE_RUN_MAX = "host.shuffle.run.max"
 SHUFFLE_RUN_BUDGET_MS = "host.shuffle.run.budget.ms"
+CPU_ISOLATE = "host.cpu.isolate"
 ACKER_LATENCY_SAMPLE = "host.acker.latency.sample"
 MAX_FRAME_BYTES = "host.max.frame.bytes"
 STATE_DIR = "host.state.dir"
@@ -98,6 +99,10 @@ def _non_negative_int(value: object) -> str | None:
 
 def _positive_number(value: object) -> str | None:
     return None if is_number(value) and value > 0 else "must be a number > 0"
+
+
+def _auto_or_boolean(value: object) -> str | None:
+    return None if value == "auto" or isinstance(value, bool) else 'must be "auto", true or false'
 
 
 def _non_negative_number(value: object) -> str | None:
@@ -221,6 +226,9 @@ KEYS: dict[str, Key] = {
         # lets it work through within the budget (host/runtime/run_length.py; docs/protocol.md)
         Key(SHUFFLE_RUN_MAX, 32, _positive_int),
         Key(SHUFFLE_RUN_BUDGET_MS, 1, _positive_number),
+        # keep the task processes off one CPU, the host's, while the host is busy and they do
+        # not need it: "auto", true (two CPUs or more) or false (host/runtime/cpu_isolation.py)
+        Key(CPU_ISOLATE, "auto", _auto_or_boolean),
         # complete latency is timed for one spout tuple in this many (1 = all: 24 more bytes each)
         Key(ACKER_LATENCY_SAMPLE, 16, _positive_int),
         Key(MAX_FRAME_BYTES, 16 * 1024 * 1024, _positive_int),
@@ -438,6 +446,7 @@ class Settings:
     bolt_max_in_flight: int
     shuffle_run_max: int
     shuffle_run_budget_secs: float  # host.shuffle.run.budget.ms, in seconds
+    cpu_isolate: str | bool  # "auto", True or False
     # liveness timeout; unset falls back to supervisor.worker.timeout.secs as in Storm's
     # ShellBolt.java / ShellSpout.java (see docs/protocol.md on heartbeats)
     subprocess_timeout_secs: float
@@ -494,6 +503,7 @@ class Settings:
             bolt_max_in_flight=read.integer(BOLT_MAX_IN_FLIGHT),
             shuffle_run_max=read.integer(SHUFFLE_RUN_MAX),
             shuffle_run_budget_secs=read.number(SHUFFLE_RUN_BUDGET_MS) / 1000,
+            cpu_isolate=read.value(CPU_ISOLATE),  # type: ignore[arg-type]  # checked: Key
             subprocess_timeout_secs=float(
                 worker_timeout if subprocess_timeout is None else subprocess_timeout
             ),

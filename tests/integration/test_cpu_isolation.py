@@ -1,0 +1,82 @@
+"""`host.cpu.isolate: true` keeps real task processes off the host's CPU, a restarted task too,
+and the host gets its CPUs back at the end (host/runtime/cpu_isolation.py; the decisions of
+`auto` are tests/unit/test_cpu_isolation.py)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from host.runtime.lifecycle import State
+from host.runtime.supervisor import Supervisor
+from host.topology import TopologyBuilder
+
+WAIT_SECS = 60.0  # a bound for a loaded machine, not a measurement
+
+BOLT = """
+from multilang import BasicBolt
+
+class Pass(BasicBolt):
+    def process(self, tup):
+        pass
+
+Pass().run()
+"""
+SPOUT = """
+import time
+from multilang import Spout
+
+class Slow(Spout):
+    def next_tuple(self):
+        time.sleep(0.01)
+        self.emit(["x"])
+
+Slow().run()
+"""
+
+
+def _until(sup: Supervisor, done) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + WAIT_SECS
+    while not done() and time.monotonic() < deadline:
+        sup.step(0.05)
+    assert done()
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_tasks_are_kept_off_the_hosts_cpu_and_the_host_gets_its_cpus_back(tmp_path):
+    before = os.sched_getaffinity(0)
+    (tmp_path / "bolt.py").write_text(BOLT)
+    (tmp_path / "spout.py").write_text(SPOUT)
+    b = TopologyBuilder("isolated", config={"host.cpu.isolate": True})
+    b.spout("spout", ["python", "spout.py"], outputs=["w"])
+    b.bolt("pass", ["python", "bolt.py"], outputs=[], parallelism=2).shuffle("spout")
+    sup = Supervisor(b.build(str(tmp_path)))
+    sup.start()
+    try:
+        _until(sup, lambda: len(sup.pids()) == 3 and sup.cpu.child_cpus is not None)
+        host_cpu = sup.cpu.host_cpu
+        assert os.sched_getaffinity(0) == {host_cpu}
+        for pid in sup.pids().values():
+            assert host_cpu not in os.sched_getaffinity(pid)
+        # a task started after the change gets the same CPUs from its start
+        victim = next(t for t in sup.tasks.values() if t.link.cid == "pass")
+        old = victim.child.pid  # type: ignore[union-attr]
+        os.kill(old, signal.SIGKILL)
+        _until(
+            sup,
+            lambda: (
+                victim.state is State.RUNNING
+                and victim.child is not None
+                and victim.child.pid != old
+            ),
+        )
+        assert host_cpu not in os.sched_getaffinity(victim.child.pid)  # type: ignore[union-attr]
+    finally:
+        sup.request_stop("test over")
+        while sup.step(0.05):
+            pass
+        sup.finish()
+    assert os.sched_getaffinity(0) == before
