@@ -2,7 +2,9 @@
 
 Every round first runs the word count flat out (the baseline: its maximum sentences/s and the
 latency at saturation), then again with the spout paced at half of what that run achieved;
-complete latency p50/p99/p99.9 of the paced run is the figure. Latency is the host's complete
+complete latency p50/p99/p99.9 of the paced run is the figure. A third run sends lone tuples: one
+sentence per `next` at 5 a second, on a topology otherwise idle (no batching can help it, no
+queue can hide it: what one tuple costs end to end). Latency is the host's complete
 latency: from the spout's emit reaching the host to the last ack of its tree, timed for every
 spout tuple here (host.acker.latency.sample = 1).
 """
@@ -14,7 +16,8 @@ from .wordcount import run_wordcount
 
 NAME = "latency-under-load"
 DESCRIPTION = "Python word count at 50% of its maximum rate (paced spout): complete latency"
-FULL, HALF = "max rate (baseline)", "50% of max rate"
+FULL, HALF, LONE = "max rate (baseline)", "50% of max rate", "lone tuples, 5/s"
+LONE_RATE = 5.0
 COLUMNS = [
     ("sentences_per_s", "sentences/s"),
     ("target_rate", "paced at/s"),
@@ -42,15 +45,22 @@ def run(ctx: Context) -> Result:
         m["target_rate"] = rate
         return m
 
-    samples = round_robin({FULL: full, HALF: half}, ctx.mode.runs, ctx, NAME)
+    def lone() -> dict:
+        m = run_wordcount(ctx, split="python", per_next=1, rate=LONE_RATE, config=TIME_EVERY_ROOT)
+        m["target_rate"] = LONE_RATE
+        return m
+
+    samples = round_robin({FULL: full, HALF: half, LONE: lone}, ctx.mode.runs, ctx, NAME)
     result.add(FULL, samples[FULL], {"per_next": PER_NEXT})
     result.add(HALF, samples[HALF], {"per_next": PER_NEXT, "rate": "0.5 x the max run before it"})
+    result.add(LONE, samples[LONE], {"per_next": 1, "rate": LONE_RATE})
     result.ratio(
         "p99 at 50% / p99 at max",
         result.median(HALF, "latency_p99_ms"),
         result.median(FULL, "latency_p99_ms"),
     )
     result.targets[HALF] = "complete latency p99 <= 20 ms"
+    result.targets[LONE] = "complete latency <= 2 ms"
     samples = result.median(HALF, "latency_samples")
     result.notes.append(
         "latencies come from the host's histogram (log-linear buckets, within "
