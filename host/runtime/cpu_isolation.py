@@ -12,11 +12,12 @@ That takes a core from the components, so `auto` does it only while they do not 
 host is busy (at least half a core) and the rest of the machine uses at most 90 % of the cores
 left to them. It gives the core back when the components are what limits the run: they use 95 %
 of their cores while the host, with a core to itself, is mostly idle (under 60 %); then it waits
-`RELEASE_HOLD_SECS` before it may isolate again, so that a load near the line does not flap.
+`RELEASE_HOLD` decisions (30 s) before it may isolate again, so that a load near the line does not flap.
 (Both busy is a balanced run: the host's core is its share.) `true` always isolates (two cores
 or more), `false` never.
 
-`IsolationPolicy` is the decision (pure); `CpuIsolation` reads the figures once a second and sets
+`IsolationPolicy` is the decision (pure); `CpuIsolation` reads the figures at each tick (the
+supervisor ticks four times a second) and sets
 the CPU affinity of the host and of the task processes (new ones get it when they start;
 processes a component started itself keep what they had when they started).
 """
@@ -35,7 +36,7 @@ HOST_BUSY_CORES = 0.5  # the host uses at least this much of a core: worth prote
 ISOLATE_BELOW = 0.9  # ... and the rest use at most this share of the cores left to them
 RELEASE_AT = 0.95  # isolated, the rest use this share of their cores ...
 HOST_WAITING_CORES = 0.6  # ... while the host uses less than this: give the core back
-RELEASE_HOLD_SECS = 30  # after giving it back, seconds before isolating again
+RELEASE_HOLD = 120  # after giving it back, decisions (30 s at 4 a second) before isolating again
 
 
 class IsolationPolicy:
@@ -46,8 +47,8 @@ class IsolationPolicy:
         self._hold = 0
 
     def decide(self, host_cores: float, other_cores: float) -> bool:
-        """Once a second, given the CPU the host and everything else used (in cores) over the
-        last second: whether the components are to be kept off the host's CPU."""
+        """At each tick, given the CPU the host and everything else used (in cores) since the
+        last: whether the components are to be kept off the host's CPU."""
         if self.cpus < 2 or self.mode is False:
             self.isolated = False
         elif self.mode is True:
@@ -55,7 +56,7 @@ class IsolationPolicy:
         elif self.isolated:
             if other_cores >= RELEASE_AT * (self.cpus - 1) and host_cores < HOST_WAITING_CORES:
                 self.isolated = False
-                self._hold = RELEASE_HOLD_SECS
+                self._hold = RELEASE_HOLD
         elif self._hold > 0:
             self._hold -= 1
         elif host_cores >= HOST_BUSY_CORES and other_cores <= ISOLATE_BELOW * (self.cpus - 1):
@@ -102,7 +103,7 @@ class CpuIsolation:
         return self.others if self.policy.isolated else None
 
     def tick(self, pids: Iterable[int]) -> None:
-        """Once a second: decide, and apply a change to the host and the running `pids`."""
+        """Decide, and apply a change to the host and the running `pids`."""
         busy = self._busy_secs()
         if busy is None:
             return

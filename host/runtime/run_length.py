@@ -20,10 +20,10 @@ and working, so only its own work separates the two). A busy period's length can
 hundreds of processes on two cores a task waits milliseconds for a core before it starts, which
 says nothing of its cost. A task that answers a whole run in one read shows no such pair; that is
 a fast task (our Python client writes before it would wait for input, or every 50 ms; Storm's
-libraries after every message), and k doubles each second up to `max_k`. When a measured time
-says k is too long, k shrinks to fit at once and then waits before growing again, twice as long
-after each shrink (up to a minute), so that a slow bolt is not probed with long runs every few
-seconds.
+libraries after every message), and k doubles at each update (the supervisor updates four times
+a second) up to `max_k`. When a measured time says k is too long, k shrinks to fit at once and
+then waits before growing again, twice as many updates after each shrink (up to a minute's), so
+that a slow bolt is not probed with long runs every few seconds.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import math
 # Before any measurement a component gets runs of this length: a fast component's busy periods
 # then show it, and a slow one serialises little before it is measured
 INITIAL_K = 2
-MAX_HOLD_SECS = 60  # the longest wait before k grows again after a shrink
+MAX_HOLD = 240  # the most updates (a minute's) k waits before it grows again after a shrink
 
 
 class RunLength:
@@ -71,14 +71,14 @@ class RunLength:
         self._measured += 1
 
     def update(self) -> int:
-        """Once a second: the run length from the last second's reads."""
+        """At each update: the run length from the reads since the last one."""
         fits = self.max_k
         if self._measured and self._fastest * self.max_k > self.budget:
             fits = max(1, int(self.budget / self._fastest))
         if fits < self.k:
             self.k = fits
             self._hold = self._next_hold
-            self._next_hold = min(2 * self._next_hold, MAX_HOLD_SECS)
+            self._next_hold = min(2 * self._next_hold, MAX_HOLD)
         elif self._answered or self._measured:
             if self._hold > 0:
                 self._hold -= 1

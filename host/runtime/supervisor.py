@@ -57,6 +57,7 @@ log = logging.getLogger("host")
 
 GC_THRESHOLD = 70_000  # allocations between young-generation collections while running
 HOUSEKEEPING_SECS = 1.0  # heartbeats, liveness, message timeouts
+ADAPT_SECS = 0.25  # shuffle run lengths and CPU isolation follow the load this often
 STOP_TERM_AFTER_SECS = 2.0  # stdin closed: at most this long (and the grace) before SIGTERM
 STOP_ABANDON_SECS = 2.0  # after SIGKILL: how long before the run ends without the exit
 
@@ -345,6 +346,7 @@ class Supervisor:
         for task in self.tasks.values():
             self.supervision.start(task)
         self.loop.deadlines.at("housekeeping", now + HOUSEKEEPING_SECS, self._housekeeping)
+        self.loop.deadlines.at("adapt", now + ADAPT_SECS, self._adapt)
         self.loop.deadlines.at("report", now + self.report_every, self._report)
 
     def listen(self) -> None:
@@ -495,10 +497,6 @@ class Supervisor:
             self.path.batches.expire()
         if self.drpc is not None:
             self.drpc.expire()
-        for run_length in self.run_lengths.values():
-            run_length.update()
-        self.cpu.tick(self.pids().values())
-        self.launcher.cpus = self.cpu.child_cpus
         for task in list(self.tasks.values()):
             link = task.link
             link.log.due_report(now)
@@ -509,6 +507,15 @@ class Supervisor:
                 link.refill()  # timeouts may have made tuples it never acked forgettable
                 if link.component.heartbeats:
                     link.heartbeat()
+
+    def _adapt(self) -> None:
+        """The data path follows the load: shuffle run lengths (host/runtime/run_length.py) and
+        the task processes' CPUs (host/runtime/cpu_isolation.py)."""
+        self.loop.deadlines.at("adapt", self.loop.now + ADAPT_SECS, self._adapt)
+        for run_length in self.run_lengths.values():
+            run_length.update()
+        self.cpu.tick(self.pids().values())
+        self.launcher.cpus = self.cpu.child_cpus
 
     def _report(self) -> None:
         self.loop.deadlines.at("report", self.loop.now + self.report_every, self._report)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from host.runtime.cpu_isolation import RELEASE_HOLD_SECS, CpuIsolation, IsolationPolicy
+from host.runtime.cpu_isolation import RELEASE_HOLD, CpuIsolation, IsolationPolicy
 
 # ---- the decision ----------------------------------------------------------------------------
 
@@ -35,7 +35,7 @@ def test_isolated_components_that_limit_the_run_get_the_core_back_then_a_hold():
     # the components saturate their core while the host waits for them
     assert not policy.decide(0.4, 0.99)
     # however inviting, no isolation during the hold ...
-    for _ in range(RELEASE_HOLD_SECS):
+    for _ in range(RELEASE_HOLD):
         assert not policy.decide(0.9, 0.5)
     # ... and then again
     assert policy.decide(0.9, 0.5)

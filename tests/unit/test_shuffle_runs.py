@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from host.runtime.router import Router
-from host.runtime.run_length import INITIAL_K, MAX_HOLD_SECS, RunLength
-from host.runtime.supervisor import Supervisor
+from host.runtime.run_length import INITIAL_K, MAX_HOLD, RunLength
+from host.runtime.supervisor import ADAPT_SECS, Supervisor
 from host.testing import FakeClock
 from host.topology.model import BOLT, SPOUT, Component, Grouping, Input, Topology
 from multilang.messages import Handshake, SpoutCommand, TupleMessage
@@ -54,7 +54,7 @@ def test_a_measured_time_per_tuple_sizes_the_run_to_the_budget_at_once():
     assert runs.update() == 5
 
 
-def test_the_fastest_measurement_of_the_second_counts():
+def test_the_fastest_measurement_since_the_last_update_counts():
     # waiting for a core only lengthens what is measured: the least figure is the truest
     runs = RunLength(32, BUDGET)
     runs.measured(0.050, 5)
@@ -73,7 +73,7 @@ def test_a_slow_bolt_gets_round_robin_and_is_probed_ever_more_rarely():
     assert runs.update() == 1
     holds = []
     for _ in range(3):
-        # fast-looking seconds (runs of 1 show no measurement) until k grows again ...
+        # fast-looking updates (runs of 1 show no measurement) until k grows again ...
         waited = 0
         while runs.k == 1:
             runs.answered()
@@ -83,7 +83,7 @@ def test_a_slow_bolt_gets_round_robin_and_is_probed_ever_more_rarely():
         # ... and the next run of two shows the bolt slow again
         runs.measured(0.020, 1)
         assert runs.update() == 1
-    assert holds == [2, 3, 5]  # the hold (1, 2, 4 seconds), then the second that grows
+    assert holds == [2, 3, 5]  # the hold (1, 2, 4 updates), then the update that grows
 
 
 def test_the_hold_is_bounded():
@@ -92,7 +92,7 @@ def test_the_hold_is_bounded():
         runs.k = 2  # grown again after its hold ...
         runs.measured(0.020, 1)  # ... and found slow
         runs.update()
-    assert runs._next_hold == MAX_HOLD_SECS
+    assert runs._next_hold == MAX_HOLD
 
 
 @given(
@@ -227,9 +227,10 @@ class Loop:
             bolt.send(command="ack", id=t.id)
         self.step()
 
-    def second(self) -> int:
-        """One housekeeping round later: the run length."""
-        self.clock.advance(1.0)
+    def update(self) -> int:
+        """One update of the run lengths later (host/runtime/supervisor.py, ADAPT_SECS): the
+        run length."""
+        self.clock.advance(ADAPT_SECS)
         self.step()
         return self.runs.k
 
@@ -255,7 +256,7 @@ def test_tasks_answering_each_write_in_one_read_get_longer_runs(loop: Loop):
         assert sorted(len(tuples) for tuples in got.values()) == [loop.runs.k] * 3
         for bolt, tuples in got.items():
             loop.ack(bolt, tuples)
-        lengths.append(loop.second())
+        lengths.append(loop.update())
     assert lengths == [4, 8, 16, 32, 32]
 
 
@@ -263,7 +264,7 @@ def test_a_task_slow_over_one_write_shrinks_its_components_runs_at_once(loop: Lo
     for _ in range(3):
         for bolt, tuples in loop.emit(loop.runs.k * 3).items():
             loop.ack(bolt, tuples)
-        loop.second()
+        loop.update()
     assert loop.runs.k == 16
     got = loop.emit(16 * 3)
     bolts = [b for b, tuples in got.items() if tuples]
@@ -275,6 +276,6 @@ def test_a_task_slow_over_one_write_shrinks_its_components_runs_at_once(loop: Lo
     loop.ack(slow, tuples[1:])
     for bolt in bolts[1:]:
         loop.ack(bolt, got[bolt])
-    assert loop.second() == 1  # 1 ms / 2 ms: runs of one, Storm's round robin
+    assert loop.update() == 1  # 1 ms / 2 ms: runs of one, Storm's round robin
     got = loop.emit(3)
     assert sorted(len(tuples) for tuples in got.values()) == [1, 1, 1]
