@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import IO
 
+from host.runtime.task_priority import TaskPriority
 from host.topology.model import Component
 from multilang.paths import client_environment
 
@@ -31,13 +32,19 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
         pass
 
 
-def _on_cpus(cpus: set[int]) -> Callable[[], None]:
+def _preexec(cpus: set[int] | None, nice: int) -> Callable[[], None]:
     def preexec() -> None:  # pragma: no cover - runs in the child between fork and exec
         _die_with_parent()
-        try:
-            os.sched_setaffinity(0, cpus)
-        except OSError:
-            pass
+        if nice:
+            try:
+                os.nice(nice)  # yield to the host (host/runtime/task_priority.py)
+            except OSError:
+                pass
+        if cpus is not None:
+            try:
+                os.sched_setaffinity(0, cpus)
+            except OSError:
+                pass
 
     return preexec
 
@@ -136,6 +143,9 @@ class Launcher:
     extra_env: Mapping[str, str] = MappingProxyType({})
     #: the CPUs a new child may run on, or None for the host's (host/runtime/cpu_isolation.py)
     cpus: set[int] | None = None
+    #: new children's niceness, and what sets their sessions' (host/runtime/task_priority.py)
+    nice: int = 0
+    priority: TaskPriority | None = None
 
     def start(self, argv: list[str], cwd: str, env: dict[str, str]) -> Child:
         if self.extra_env:
@@ -149,6 +159,10 @@ class Launcher:
             env=env,
             bufsize=0,
             start_new_session=True,
-            preexec_fn=_die_with_parent if self.cpus is None else _on_cpus(self.cpus),
+            preexec_fn=_die_with_parent
+            if self.cpus is None and not self.nice
+            else _preexec(self.cpus, self.nice),
         )
+        if self.priority is not None:
+            self.priority.started(popen.pid)
         return Child(popen)

@@ -43,6 +43,7 @@ from host.runtime.spout_link import SpoutLink
 from host.runtime.supervision import Supervision
 from host.runtime.task import Task
 from host.runtime.task_log import TaskLog
+from host.runtime.task_priority import TaskPriority, nice_for
 from host.runtime.watchdog import ENV as WATCHDOG_ENV
 from host.runtime.watchdog import Watchdog
 from host.topology import settings as cfg
@@ -117,6 +118,14 @@ class Supervisor:
         self._blocked_downstream: dict[str, int] = {c.id: 0 for c in topology.components}
         self._sources = {c.id: {i.source for i in c.inputs} for c in topology.components}
         self._build_tasks()
+        # only for real processes, as the CPU isolation: how far they yield the CPU to the host
+        self.priority = TaskPriority(
+            nice_for(settings.task_nice, len(self.tasks), len(self.cpu.all_cpus))
+            if launcher is None
+            else 0
+        )
+        self.launcher.nice = self.priority.nice
+        self.launcher.priority = self.priority
         debug_log.install(topology, self.path)  # topology.debug: nothing unless it is on
         self.phase = "new"  # new, running, draining, stopping, done
         self.started_at = 0.0
@@ -342,6 +351,16 @@ class Supervisor:
                 lambda: self.request_stop(f"duration of {duration:g}s reached"),
             )
         self._start_watchdog()
+        if self.priority.nice:
+            log.info(
+                "task processes at niceness %d, so that the host gets a CPU when it needs one "
+                "(%s: %s; %d task processes on %d CPUs)",
+                self.priority.nice,
+                cfg.TASK_NICE,
+                self.settings.task_nice,
+                len(self.tasks),
+                len(self.cpu.all_cpus),
+            )
         self.phase = "running"
         for task in self.tasks.values():
             self.supervision.start(task)
@@ -516,6 +535,7 @@ class Supervisor:
             run_length.update()
         self.cpu.tick(self.pids().values())
         self.launcher.cpus = self.cpu.child_cpus
+        self.priority.tick()
 
     def _report(self) -> None:
         self.loop.deadlines.at("report", self.loop.now + self.report_every, self._report)

@@ -52,6 +52,7 @@ BOLT_MAX_IN_FLIGHT = "host.bolt.max.in.flight"
 SHUFFLE_RUN_MAX = "host.shuffle.run.max"
 SHUFFLE_RUN_BUDGET_MS = "host.shuffle.run.budget.ms"
 CPU_ISOLATE = "host.cpu.isolate"
+TASK_NICE = "host.task.nice"
 ACKER_LATENCY_SAMPLE = "host.acker.latency.sample"
 MAX_FRAME_BYTES = "host.max.frame.bytes"
 STATE_DIR = "host.state.dir"
@@ -66,6 +67,9 @@ DRPC_MAX_PENDING = "host.drpc.max.pending"
 DRPC_MAX_CONNECTIONS = "host.drpc.max.connections"
 # `host spark` (docs/spark.md §4.6): the most tuples one staged micro-batch of a plain spout holds
 SPARK_BATCH_MAX_TUPLES = "host.spark.batch.max.tuples"
+# `host spark` (docs/spark.md §4.7): the most records one micro-batch of a Kafka source reads from
+# each Kafka partition
+SPARK_KAFKA_BATCH_MAX_RECORDS = "host.spark.kafka.batch.max.records"
 
 HOST_PREFIX = "host."
 
@@ -103,6 +107,11 @@ def _positive_number(value: object) -> str | None:
 
 def _auto_or_boolean(value: object) -> str | None:
     return None if value == "auto" or isinstance(value, bool) else 'must be "auto", true or false'
+
+
+def _auto_or_niceness(value: object) -> str | None:
+    ok = value == "auto" or (is_int(value) and 0 <= value <= 19)
+    return None if ok else 'must be "auto" or an integer from 0 to 19'
 
 
 def _non_negative_number(value: object) -> str | None:
@@ -229,6 +238,9 @@ KEYS: dict[str, Key] = {
         # keep the task processes off one CPU, the host's, while the host is busy and they do
         # not need it: "auto", true (two CPUs or more) or false (host/runtime/cpu_isolation.py)
         Key(CPU_ISOLATE, "auto", _auto_or_boolean),
+        # how far the task processes yield a busy CPU to the host: "auto" (19 once there are more
+        # than 4 task processes per CPU, else 0) or a niceness 0-19 (host/runtime/task_priority.py)
+        Key(TASK_NICE, "auto", _auto_or_niceness),
         # complete latency is timed for one spout tuple in this many (1 = all: 24 more bytes each)
         Key(ACKER_LATENCY_SAMPLE, 16, _positive_int),
         Key(MAX_FRAME_BYTES, 16 * 1024 * 1024, _positive_int),
@@ -245,6 +257,7 @@ KEYS: dict[str, Key] = {
         Key(DRPC_MAX_PENDING, 1024, _positive_int),
         Key(DRPC_MAX_CONNECTIONS, 1024, _positive_int),
         Key(SPARK_BATCH_MAX_TUPLES, 10_000, _positive_int),
+        Key(SPARK_KAFKA_BATCH_MAX_RECORDS, 1000, _positive_int),
     )
 }
 
@@ -447,6 +460,7 @@ class Settings:
     shuffle_run_max: int
     shuffle_run_budget_secs: float  # host.shuffle.run.budget.ms, in seconds
     cpu_isolate: str | bool  # "auto", True or False
+    task_nice: str | int  # "auto" or 0-19
     # liveness timeout; unset falls back to supervisor.worker.timeout.secs as in Storm's
     # ShellBolt.java / ShellSpout.java (see docs/protocol.md on heartbeats)
     subprocess_timeout_secs: float
@@ -480,6 +494,8 @@ class Settings:
     drpc_max_connections: int = 1024
     # `host spark`: the most tuples one staged micro-batch of a plain spout holds
     spark_batch_max_tuples: int = 10_000
+    # `host spark`: the most records one micro-batch of a Kafka source reads per Kafka partition
+    spark_kafka_batch_max_records: int = 1000
 
     @classmethod
     def from_config(
@@ -504,6 +520,7 @@ class Settings:
             shuffle_run_max=read.integer(SHUFFLE_RUN_MAX),
             shuffle_run_budget_secs=read.number(SHUFFLE_RUN_BUDGET_MS) / 1000,
             cpu_isolate=read.value(CPU_ISOLATE),  # type: ignore[arg-type]  # checked: Key
+            task_nice=read.value(TASK_NICE),  # type: ignore[arg-type]  # checked: Key
             subprocess_timeout_secs=float(
                 worker_timeout if subprocess_timeout is None else subprocess_timeout
             ),
@@ -530,6 +547,7 @@ class Settings:
             drpc_max_pending=read.integer(DRPC_MAX_PENDING),
             drpc_max_connections=read.integer(DRPC_MAX_CONNECTIONS),
             spark_batch_max_tuples=read.integer(SPARK_BATCH_MAX_TUPLES),
+            spark_kafka_batch_max_records=read.integer(SPARK_KAFKA_BATCH_MAX_RECORDS),
         )
 
 

@@ -74,6 +74,7 @@ def test_defaults():
         "host.shuffle.run.max": 32,
         "host.shuffle.run.budget.ms": 1,
         "host.cpu.isolate": "auto",
+        "host.task.nice": "auto",
         "host.acker.latency.sample": 16,
         "host.max.frame.bytes": 16 * 1024 * 1024,
         "drpc.http.port": 3774,
@@ -83,6 +84,7 @@ def test_defaults():
         "host.drpc.max.pending": 1024,
         "host.drpc.max.connections": 1024,
         "host.spark.batch.max.tuples": 10_000,
+        "host.spark.kafka.batch.max.records": 1000,
     }
 
 
@@ -98,6 +100,7 @@ def test_settings_of_an_empty_config_are_the_defaults():
         shuffle_run_max=32,
         shuffle_run_budget_secs=0.001,
         cpu_isolate="auto",
+        task_nice="auto",
         subprocess_timeout_secs=30.0,
         handshake_timeout_secs=30.0,
         shutdown_grace_secs=5.0,
