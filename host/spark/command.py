@@ -86,10 +86,14 @@ def spark(
     from host.spark.plan import plan as make_plan
     from host.topology.files import load
     from host.topology.overrides import parse_overrides, with_overrides
+    from host.topology.targets import SPARK
 
     _log_to_stderr()
     try:
-        model = with_overrides(load(topology, env_filter=env_filter), parse_overrides(overrides))
+        # validated for Spark, where every spout is transactional: committers may follow a
+        # plain spout (host.topology.targets)
+        loaded = load(topology, env_filter=env_filter, target=SPARK)
+        model = with_overrides(loaded, parse_overrides(overrides))
         plan = make_plan(model)
         if explain:
             click.echo(explain_text(plan), nl=False)

@@ -38,13 +38,23 @@ from host.errors import HostError, TopologyError
 from host.spark import process_cache
 from host.spark.batch_spout_process import BatchSpoutProcess, close_spouts
 from host.spark.component_process import Tx
-from host.spark.plan import DRIVER_SPOUT, TRANSACTIONAL_SOURCE, Plan, Stage
+from host.spark.kafka_commits import KafkaCommits
+from host.spark.kafka_source import as_transactional
+from host.spark.plan import (
+    DRIVER_SPOUT,
+    KAFKA_SOURCE,
+    SPARK_INPUT,
+    Plan,
+    Stage,
+)
+from host.spark.plan import plan as make_plan
 from host.spark.source import (
     SOURCE_NAME,
     BatchSpoutSource,
     meta_record,
     source_options,
 )
+from host.spark.spark_input_source import SparkInput
 from host.spark.staged_source import STAGED_SOURCE_NAME, StagedSpouts, StagedSpoutSource
 from host.spark.stages import BatchRun, Output
 from host.topology import settings as cfg
@@ -78,23 +88,14 @@ class StopRequested(Exception):
 
 
 def check_supported(plan: Plan) -> Stage:
-    """The plan's one transactional source; TopologyError naming the spout and its kind for any
-    other kind of source (docs/spark.md §5: not built yet)."""
+    """The plan's one spout (every kind of source runs: docs/spark.md §2.3); TopologyError for a
+    topology with more than one (docs/spark.md §5: not built yet)."""
     topology = plan.topology
     spouts = [s for s in plan.stages if s.component.is_spout]
-    for s in spouts:
-        if s.role not in (TRANSACTIONAL_SOURCE, DRIVER_SPOUT):
-            raise TopologyError(
-                f"is a {s.role}: this kind of spout does not run on the Spark engine yet (only "
-                "transactional batch spouts and plain spouts do; docs/spark.md §5); run the "
-                "topology with `host local`",
-                file=topology.source,
-                component=s.id,
-            )
     if len(spouts) != 1:
         raise TopologyError(
-            f"has {len(spouts)} spouts: the Spark engine runs one spout (a transactional batch "
-            "spout or a plain one) per topology",
+            f"has {len(spouts)} spouts: the Spark engine runs one spout per topology "
+            "(docs/spark.md §5)",
             file=topology.source,
         )
     return spouts[0]
@@ -153,6 +154,9 @@ class SparkEngine:
         echo: Callable[[str], None] = print,
     ) -> None:
         self.spout = check_supported(plan)
+        if self.spout.role == KAFKA_SOURCE:  # runs as the transactional Kafka spout (§4.7)
+            plan = make_plan(as_transactional(plan.topology, self.spout.id))
+            self.spout = check_supported(plan)
         self.plan = plan
         self.checkpoint = os.path.abspath(checkpoint)
         self.state_root = os.path.join(self.checkpoint, STATE_SUBDIR)
@@ -182,6 +186,13 @@ class SparkEngine:
                 run_id=self.run_id,
             )
             if self.spout.role == DRIVER_SPOUT
+            else None
+        )
+        self.kafka_commits = KafkaCommits.for_spout(plan, self.spout, self.state_root, self.run_id)
+        # the Spark spout's input, read by Spark itself (host/spark/spark_input_source.py, §4.8)
+        self.spark_input = (
+            SparkInput(plan.topology, self.spout.id, self.checkpoint, self.state_root)
+            if self.spout.role == SPARK_INPUT
             else None
         )
 
@@ -220,9 +231,12 @@ class SparkEngine:
         spark = self.spark
         _set_log_levels(spark, QUIET_AT_START)
         try:
-            spark.dataSource.register(
-                BatchSpoutSource if self.staged is None else StagedSpoutSource
-            )
+            if self.spark_input is not None:
+                self.spark_input.register(spark)
+            else:
+                spark.dataSource.register(
+                    BatchSpoutSource if self.staged is None else StagedSpoutSource
+                )
             if self.staged is not None:
                 self.staged.start()
             self._run_queries()
@@ -253,12 +267,16 @@ class SparkEngine:
             )
 
     def _start_query(self) -> Any:
+        if self.spark_input is not None:
+            return self._write(self.spark_input.stream(self.spark))
         if self.staged is None:
             options = source_options(self.plan.topology, self.spout.id, self.state_root)
         else:
             options = self.staged.options()
         name = SOURCE_NAME if self.staged is None else STAGED_SOURCE_NAME
-        df = self.spark.readStream.format(name).options(**options).load()
+        return self._write(self.spark.readStream.format(name).options(**options).load())
+
+    def _write(self, df: Any) -> Any:
         return (
             df.writeStream.foreachBatch(self._foreach_batch)
             .option("checkpointLocation", self.query_dir)
@@ -303,7 +321,10 @@ class SparkEngine:
                 f"committed in {self.state_root}: the state and the query's checkpoint "
                 "disagree (keep them together under one --checkpoint)"
             )
-        record = meta_record(self.state_root, txid)
+        if self.spark_input is not None:
+            record = self.spark_input.record(txid, int(batch_id))
+        else:
+            record = meta_record(self.state_root, txid)
         if record is None:
             raise TopologyError(f"no stored metadata for txid {txid} in {self.state_root}")
         tx = Tx(txid, int(record.get("attempt", 0)) + 1)
@@ -312,18 +333,24 @@ class SparkEngine:
         sc.setJobGroup(
             self.job_group, f"txid {tx.txid} attempt {tx.attempt}", interruptOnCancel=True
         )
-        run = BatchRun(self.plan, df.rdd.mapPartitions(_spout_outputs), tx, self.run_id)
+        rows = df.rdd if self.spark_input is None else self.spark_input.rows(df, int(batch_id))
+        run = BatchRun(self.plan, rows.mapPartitions(_spout_outputs), tx, self.run_id)
         try:
             run.run(sc)
         finally:
             run.unpersist()
         if self.stopping:
             self._stop_query_quietly()
-        for spout in self._spout_processes(txid - 1) if self.staged is None else ():
+        no_spout = self.staged is not None or self.spark_input is not None  # no batch_commit
+        for spout in () if no_spout else self._spout_processes(txid - 1):
             spout.commit(tx)
         store.committed(txid)
+        if self.kafka_commits is not None:  # Kafka's offsets follow the committed txid (§4.7)
+            self.kafka_commits.commit(txid)
         if self.staged is not None:
             self.staged.committed(txid)  # acks its tuples to the spout, deletes its staging
+        if self.spark_input is not None:
+            self.spark_input.committed(txid)  # deletes its micro-batches' staging
         secs = time.monotonic() - started
         self.batch_secs.append(secs)
         self.committed += 1
@@ -352,6 +379,8 @@ class SparkEngine:
         return self._commit_spouts
 
     def _close_processes(self) -> None:
+        if self.kafka_commits is not None:
+            self.kafka_commits.close()
         if self.staged is not None:
             self.staged.close()
         for spout in self._commit_spouts:

@@ -34,8 +34,18 @@ _ROLE_TEXT = {
         "its batches are the micro-batches (txid = Spark batch id + 1); a batch's metadata is "
         "its offset, so a replay emits the same tuples"
     ),
-    SPARK_INPUT: "its DataFrame, output directory or streaming query is read by Spark directly",
-    KAFKA_SOURCE: "each micro-batch is a range of Kafka offsets (our Kafka spout's offset logic)",
+    SPARK_INPUT: (
+        "its DataFrame, output directory or streaming query is read by Spark directly, no spout "
+        "process: a streaming query's micro-batches are Spark's own, each staged so a replay "
+        "reads the same rows; a DataFrame is staged once, then read in micro-batches of at most "
+        "host.spark.batch.max.tuples rows; each complete output directory is one micro-batch"
+    ),
+    KAFKA_SOURCE: (
+        "runs as the transactional Kafka spout (components.kafka_spout.transactional) with the "
+        "same settings and tuples: each micro-batch is a range of offsets per Kafka partition, "
+        "stored before it is read, so a replay reads the same records; the group's offsets are "
+        "committed once the micro-batch has committed"
+    ),
     DRIVER_SPOUT: (
         "runs in the driver: what it emits in a trigger interval is staged as that micro-batch, "
         "acked when the batch commits, failed if it is abandoned"

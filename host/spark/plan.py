@@ -12,13 +12,13 @@ file and the component (docs/spark.md §2.5).
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from host.errors import RoutingError, TopologyError
 from host.runtime.context import TaskMap, assign_tasks
 from host.runtime.router import key_extractor, stable_hash
+from host.spark import kafka_source, spark_input
 from host.topology import settings as cfg
 from host.topology.batch_group import batch_group, find_cycle
 from host.topology.flux_java import BUILTINS_PACKAGE
@@ -289,23 +289,13 @@ def _stage(
 def _source_kind(c: Component) -> str:
     # The Spark spout first: declared `batch: spout` (spark.spout.transactional) its batches are
     # already Spark micro-batches, and its input plugs in directly either way
-    if _runs_module(c.command, SPARK_SPOUT_MODULE):
+    if kafka_source.runs_module(c.command, SPARK_SPOUT_MODULE):
         return SPARK_INPUT
     if c.batch == BATCH_SPOUT:
         return TRANSACTIONAL_SOURCE
-    if any(_runs_module(c.command, m) for m in KAFKA_SPOUT_MODULES):
+    if any(kafka_source.runs_module(c.command, m) for m in KAFKA_SPOUT_MODULES):
         return KAFKA_SOURCE
     return DRIVER_SPOUT
-
-
-def _runs_module(command: Sequence[str], module: str) -> bool:
-    """`python -m MODULE ...` with any interpreter name (python, python3, a path to one)."""
-    return (
-        len(command) >= 3
-        and os.path.basename(command[0]).startswith("python")
-        and command[1] == "-m"
-        and command[2] == module
-    )
 
 
 def _bolt_role(c: Component) -> str:
@@ -323,6 +313,10 @@ def _warnings(topology: Topology, c: Component, role: str) -> tuple[str, ...]:
     # report). A batch bolt's state is per batch by contract, a committer's is stored.
     if role == PLAIN_BOLT:
         out.append(STATE_WARNING)
+    if role == KAFKA_SOURCE:  # its settings that do nothing on Spark (docs/spark.md §4.7)
+        out.extend(kafka_source.warnings(topology, c))
+    if role == SPARK_INPUT:  # its settings that do nothing on Spark (docs/spark.md §4.8)
+        out.extend(spark_input.warnings(topology, c.id))
     ticks = cfg.tick_freq(topology, c)
     if ticks is not None:
         # A warning, not a refusal: the bolt still gets every tuple, only its timer is gone

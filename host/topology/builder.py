@@ -43,6 +43,7 @@ from host.topology.model import (
     Topology,
 )
 from host.topology.raw import RawComponent, RawInput, in_host_part
+from host.topology.targets import LOCAL, Target
 from host.topology.transactional_check import check_batch, with_transactional_id
 from host.topology.validation import (
     check_env,
@@ -57,15 +58,16 @@ from multilang.messages import DEFAULT_STREAM
 
 @dataclass(frozen=True)
 class LoadingFile:
-    """The Python topology file being run, and its directory."""
+    """The Python topology file being run, its directory, and the runtime it is loaded for."""
 
     file: str
     base_dir: Path
+    target: Target = LOCAL
 
 
 # Set while a .py topology file runs (`host.topology.python_file`), so that
-# `TopologyBuilder.build()` inside it resolves paths against that file's directory without being
-# told.
+# `TopologyBuilder.build()` inside it resolves paths against that file's directory, and validates
+# for the runtime the file is loaded for, without being told.
 LOADING_FILE: contextvars.ContextVar[LoadingFile | None] = contextvars.ContextVar(
     "LOADING_FILE", default=None
 )
@@ -304,16 +306,23 @@ class TopologyBuilder:
         return ComponentDeclarer(raw)
 
     def build(
-        self, base_dir: str | os.PathLike[str] | None = None, *, source: str | None = None
+        self,
+        base_dir: str | os.PathLike[str] | None = None,
+        *,
+        source: str | None = None,
+        target: Target | None = None,
     ) -> Topology:
         """The validated, frozen Topology. `base_dir` (default: the directory of the topology
         file being loaded, else the current directory) is where components run unless they say
-        otherwise; `source` names the file in error messages."""
+        otherwise; `source` names the file in error messages; `target` is the runtime it is
+        validated for (default: the one the topology file is loaded for, else `host local`)."""
         loading = LOADING_FILE.get()
         if source is None and loading is not None:
             source = loading.file
         if base_dir is None:
             base_dir = loading.base_dir if loading is not None else os.getcwd()
+        if target is None:
+            target = loading.target if loading is not None else LOCAL
         config: object = (
             copy.deepcopy(self.config) if isinstance(self.config, dict) else self.config
         )
@@ -322,7 +331,7 @@ class TopologyBuilder:
         components = self._components
         if self._linear_drpc is not None:
             components = self._linear_components(source)
-        return build_topology(self.name, config, components, base_dir, source=source)
+        return build_topology(self.name, config, components, base_dir, source=source, target=target)
 
     def _linear_components(self, source: str | None) -> list[RawComponent]:
         assert self._linear_drpc is not None
@@ -351,9 +360,10 @@ def build_topology(
     base_dir: str | os.PathLike[str],
     *,
     source: str | None,
+    target: Target = LOCAL,
 ) -> Topology:
-    """Declared components -> the validated, frozen Topology; relative `cwd`s are resolved
-    against `base_dir`, and `source` names the file in error messages.
+    """Declared components -> the frozen Topology, validated for `target`; relative `cwd`s are
+    resolved against `base_dir`, and `source` names the file in error messages.
 
     The checks run in the order `validate` runs them, as far as a typed model allows: what the
     model cannot hold unchecked (a parallelism, a serializer, a switch, a stream id of the wrong
@@ -364,7 +374,7 @@ def build_topology(
     checked_config = check_config(config, file=source)
     built = tuple(_second_pass(raw, first, source) for raw, first in declared)
     topology = Topology(checked_name, built, checked_config, source)
-    validate(topology)
+    validate(topology, target=target)
     return topology
 
 

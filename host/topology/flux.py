@@ -72,6 +72,7 @@ from host.topology.flux_java import (
 from host.topology.flux_streams import stream_input
 from host.topology.model import BOLT, IN_HOST_OUTPUTS, SPOUT, Component, Input, Topology
 from host.topology.settings import MAX_TASK_PARALLELISM, MULTILANG_SERIALIZER, is_int
+from host.topology.targets import LOCAL, Target
 from host.topology.validation import check_name, validate
 
 # the Flux loader's one logger, whichever of its modules warns
@@ -87,10 +88,15 @@ JSON_SERIALIZERS = (
 
 
 def load_flux(
-    doc: object, *, file: str | None, base_dir: str | os.PathLike[str], env_filter: bool = False
+    doc: object,
+    *,
+    file: str | None,
+    base_dir: str | os.PathLike[str],
+    env_filter: bool = False,
+    target: Target = LOCAL,
 ) -> Topology:
-    """A parsed Flux document -> a validated Topology. `base_dir` is the topology file's
-    directory (the resources directory, and where relative includes are found). With
+    """A parsed Flux document -> a Topology validated for `target`. `base_dir` is the topology
+    file's directory (the resources directory, and where relative includes are found). With
     `env_filter`, the caller has already substituted `${ENV-NAME}` in the main file; included
     files are substituted here."""
     base = Path(os.path.abspath(base_dir))
@@ -102,8 +108,8 @@ def load_flux(
     declared = {c.id: c for c in (*spouts, *bolts.values())}
     inputs: dict[str, list[Input]] = {}
     for stream in flux.streams:
-        target, subscription = stream_input(stream, flux, declared, beans)
-        inputs.setdefault(target, []).append(subscription)
+        receiver, subscription = stream_input(stream, flux, declared, beans)
+        inputs.setdefault(receiver, []).append(subscription)
     left_out = [bolt_id for bolt_id in bolts if bolt_id not in inputs]
     if left_out:
         log.warning(
@@ -124,7 +130,9 @@ def load_flux(
     )
     components = tuple(_cap_tasks(c, flux.config, file) for c in components)
     topology = Topology(check_name(flux.name, file), components, flux.config, source=file)
-    validate(topology, strict_config=False)
+    # Flux has no `batch:`; the target still decides whether a `topology.transactional.id`
+    # without a batch spout is one (on Spark every spout is transactional)
+    validate(topology, strict_config=False, target=target)
     return topology
 
 

@@ -41,6 +41,7 @@ from host.topology.model import (
     Topology,
 )
 from host.topology.raw import RawComponent, RawInput, in_host_part
+from host.topology.targets import LOCAL, Target
 from host.topology.transactional_check import with_transactional_id
 from host.topology.yaml_text import reject_unknown_keys
 from multilang.messages import DEFAULT_STREAM
@@ -96,10 +97,15 @@ _IN_HOST_REFUSAL = "unknown key for a part that runs inside the host (docs/drpc.
 
 
 def from_document(
-    doc: object, *, file: str | None = None, base_dir: str | os.PathLike[str] | None = None
+    doc: object,
+    *,
+    file: str | None = None,
+    base_dir: str | os.PathLike[str] | None = None,
+    target: Target = LOCAL,
 ) -> Topology:
-    """Our YAML format, already parsed, -> a validated Topology. Relative `cwd`s are resolved
-    against `base_dir` (the topology file's directory; default: the current directory)."""
+    """Our YAML format, already parsed, -> a Topology validated for `target`. Relative `cwd`s
+    are resolved against `base_dir` (the topology file's directory; default: the current
+    directory)."""
     if doc is None:
         raise TopologyError("the topology file is empty", file=file)
     if not isinstance(doc, dict):
@@ -128,6 +134,7 @@ def from_document(
         components,
         os.getcwd() if base_dir is None else base_dir,
         source=file,
+        target=target,
     )
 
 

@@ -15,14 +15,15 @@ from typing import Any
 from host.errors import TopologyError
 from host.topology.builder import LOADING_FILE, LoadingFile, TopologyBuilder
 from host.topology.model import Topology
+from host.topology.targets import LOCAL, Target
 from host.topology.validation import validate
 
 
-def load_python(path: Path, base_dir: Path) -> Topology:
-    """Run `path` and return the validated topology it defines; components run in `base_dir`
-    (the file's directory) unless they say otherwise."""
+def load_python(path: Path, base_dir: Path, target: Target = LOCAL) -> Topology:
+    """Run `path` and return the topology it defines, validated for `target`; components run in
+    `base_dir` (the file's directory) unless they say otherwise."""
     file = str(path)
-    namespace = _run(path, LoadingFile(file, base_dir))
+    namespace = _run(path, LoadingFile(file, base_dir, target))
     if "topology" not in namespace:
         raise TopologyError(
             "a Python topology file must define a module-level `topology` "
@@ -32,9 +33,9 @@ def load_python(path: Path, base_dir: Path) -> Topology:
         )
     value = namespace["topology"]
     if isinstance(value, TopologyBuilder):
-        return value.build(base_dir, source=file)
+        return value.build(base_dir, source=file, target=target)
     if isinstance(value, Topology):
-        return _finish(value, base_dir, file)
+        return _finish(value, base_dir, file, target)
     raise TopologyError(
         f"`topology` must be a TopologyBuilder or a Topology, not {type(value).__name__}",
         file=file,
@@ -78,7 +79,7 @@ def _failing_line(error: BaseException, path: Path) -> int | None:
     return lines[-1] if lines else None
 
 
-def _finish(topology: Topology, base_dir: Path, file: str) -> Topology:
+def _finish(topology: Topology, base_dir: Path, file: str, target: Target) -> Topology:
     """A Topology made by hand in a .py file: resolve relative cwds, remember the file, validate."""
     components = tuple(
         replace(c, cwd=os.path.normpath(base_dir / c.cwd))
@@ -87,5 +88,5 @@ def _finish(topology: Topology, base_dir: Path, file: str) -> Topology:
         for c in topology.components
     )
     topology = replace(topology, components=components, source=topology.source or file)
-    validate(topology)
+    validate(topology, target=target)
     return topology

@@ -7,7 +7,7 @@ component and what to change.
 from __future__ import annotations
 
 from host.errors import TopologyError
-from host.topology.batch_group import batch_group, batch_spout, feeds, find_cycle
+from host.topology.batch_group import batch_group, batch_spout, downstream, feeds, find_cycle
 from host.topology.model import (
     BATCH_BOLT,
     BATCH_ROLES,
@@ -18,6 +18,7 @@ from host.topology.model import (
     Component,
     Topology,
 )
+from host.topology.targets import LOCAL, SPARK, Target
 
 # the id names a directory: <state dir>/transactional/<id>/ (docs/transactional.md §3)
 _FORBIDDEN_ID_CHARS = "/\\\0"
@@ -81,32 +82,94 @@ def check_batch_component(c: Component, file: str | None) -> None:
         )
 
 
-def check_transactional(topology: Topology) -> None:
+def check_transactional(topology: Topology, target: Target = LOCAL) -> None:
     """The rules of docs/transactional.md §3 that need the whole topology; the components'
-    references are already checked (`validate` runs this after them)."""
+    references are already checked (`validate` runs this after them). `target`: the runtime the
+    topology is validated for; on Spark a topology without a batch spout is transactional all
+    the same (`_spark_batch_group`)."""
     file = topology.source
     declared = topology.config.get(TRANSACTIONAL_ID)
     if declared is not None:
         _check_id(declared, file)
     batch_components = [c for c in topology.components if c.batch is not None]
-    if declared is None:
-        # a linear DRPC topology's finish-batch bolts: each request is a batch, with no stored
-        # state and so no id (docs/drpc.md §3.2); `host.topology.drpc_check` checks them
-        if batch_components and not topology.is_linear_drpc:
-            c = batch_components[0]
-            raise TopologyError(
-                f"'batch: {c.batch}' needs a transactional topology: {_HOW_TO_DECLARE}; "
-                f"NAME keys the batches' stored state",
-                file=file,
-                component=c.id,
-                key="batch",
-            )
+    if declared is None and (not batch_components or topology.is_linear_drpc):
+        # not transactional; or a linear DRPC topology's finish-batch bolts: each request is a
+        # batch, with no stored state and so no id (docs/drpc.md §3.2), `drpc_check` checks them
         return
-    _check_one_batch_spout(topology, file)
-    members = batch_group(topology)
+    if target == SPARK and batch_spout(topology) is None:
+        members = _spark_batch_group(topology)
+        opener = _spouts_words(topology)
+    else:
+        _check_batch_spout(topology, declared, batch_components, file)
+        members = batch_group(topology)
+        spout = batch_spout(topology)
+        assert spout is not None  # _check_batch_spout ran
+        opener = f"the batch spout {spout.id!r}"
     _check_no_cycle(topology, members, file)
-    _check_members(topology, members, file)
-    _check_component_ids(topology, declared, file)
+    _check_members(topology, members, opener, file)
+    if declared is not None:
+        _check_component_ids(topology, declared, file)
+
+
+def _spark_batch_group(topology: Topology) -> tuple[str, ...]:
+    """On Spark, with no batch spout: every spout's micro-batches are the transactions (a plain
+    spout staged in the driver, a Kafka source, the Spark spout's input: docs/spark.md
+    §4.6-4.8), so the batch group is the spouts and everything downstream of them, in the
+    topology's component order."""
+    spouts = {c.id for c in topology.spouts}
+    reached = spouts.union(*(downstream(topology, s) for s in spouts))
+    return tuple(c.id for c in topology.components if c.id in reached)
+
+
+def _spouts_words(topology: Topology) -> str:
+    """What opens the batches on Spark when no spout is the batch spout, for the messages."""
+    ids = [c.id for c in topology.spouts]
+    return f"the spout {ids[0]!r}" if len(ids) == 1 else f"one of the spouts {', '.join(ids)}"
+
+
+def _check_batch_spout(
+    topology: Topology, declared: object, batch_components: list[Component], file: str | None
+) -> None:
+    """The one batch spout, and the id a batch spout's state is kept under."""
+    if batch_spout(topology) is None and batch_components and not _has_drpc_parts(topology):
+        raise _needs_batch_spout(topology, batch_components[0])
+    if declared is None:
+        c = batch_components[0]
+        raise TopologyError(
+            f"'batch: {c.batch}' needs a transactional topology: {_HOW_TO_DECLARE}; "
+            f"NAME keys the batches' stored state",
+            file=file,
+            component=c.id,
+            key="batch",
+        )
+    _check_one_batch_spout(topology, file)
+
+
+def _needs_batch_spout(topology: Topology, c: Component) -> TopologyError:
+    """A batch bolt or committer with no batch spout to open its batches: `host local` cannot
+    run it, `host spark` can (every spout is transactional there)."""
+    return TopologyError(
+        f"'batch: {c.batch}' needs a transactional batch spout under `host local` (a spout "
+        f"with 'batch: spout'), and no spout here has one; {_runs_on_spark(topology)}",
+        file=topology.source,
+        component=c.id,
+        key="batch",
+    )
+
+
+def _runs_on_spark(topology: Topology) -> str:
+    """The hint for a file `host spark` accepts as it is: the command to run, with its path."""
+    file = topology.source
+    command = f"python -m host spark {file}" if file else "python -m host spark"
+    return (
+        f"on Spark every spout is transactional (each micro-batch one transaction), so "
+        f"`{command}` runs this topology as it is"
+    )
+
+
+def _has_drpc_parts(topology: Topology) -> bool:
+    """DRPC requests are served by `host local` only (docs/spark.md §2.5): no Spark hint."""
+    return any(c.in_host is not None for c in topology.components)
 
 
 def _check_id(value: object, file: str | None) -> None:
@@ -134,7 +197,8 @@ def _check_one_batch_spout(topology: Topology, file: str | None) -> None:
         raise TopologyError(
             f"a transactional topology needs exactly one spout with 'batch: spout' (the spout "
             f"that opens the batches); none has it. The spouts are: "
-            f"{', '.join(c.id for c in topology.spouts)}",
+            f"{', '.join(c.id for c in topology.spouts)}"
+            + ("" if _has_drpc_parts(topology) else f"; {_runs_on_spark(topology)}"),
             file=file,
             key="transactional",
         )
@@ -161,16 +225,18 @@ def _check_no_cycle(topology: Topology, members: tuple[str, ...], file: str | No
         )
 
 
-def _check_members(topology: Topology, members: tuple[str, ...], file: str | None) -> None:
-    spout = batch_spout(topology)
-    assert spout is not None  # _check_one_batch_spout ran
+def _check_members(
+    topology: Topology, members: tuple[str, ...], opener: str, file: str | None
+) -> None:
+    """Batch bolts and committers are in the batch group, and the group is fed only from
+    inside; `opener` names what opens the batches (the batch spout, or on Spark the spouts)."""
     inside = set(members)
     for c in topology.components:
         if c.batch in (BATCH_BOLT, COMMITTER) and c.id not in inside:
             raise TopologyError(
-                f"a 'batch: {c.batch}' bolt must be downstream of the batch spout "
-                f"{spout.id!r}, and nothing it subscribes to is: subscribe it to {spout.id!r} "
-                f"or to a bolt downstream of it (or drop 'batch: {c.batch}')",
+                f"a 'batch: {c.batch}' bolt must be downstream of {opener}, and nothing it "
+                f"subscribes to is: subscribe it to {opener} or to a bolt downstream of it (or "
+                f"drop 'batch: {c.batch}')",
                 file=file,
                 component=c.id,
                 key="inputs",
@@ -179,7 +245,7 @@ def _check_members(topology: Topology, members: tuple[str, ...], file: str | Non
         for source in feeds(topology, member):
             if source not in inside:
                 raise TopologyError(
-                    f"is in the batch group (downstream of the batch spout {spout.id!r}) and is "
+                    f"is in the batch group (downstream of {opener}) and is "
                     f"also fed by {source!r}, which is not: every tuple a member receives must "
                     f"belong to a batch. Subscribe it only to members of the group "
                     f"({', '.join(members)}), or give {source!r}'s stream to a bolt outside it",

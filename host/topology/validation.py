@@ -31,6 +31,7 @@ from host.topology.model import (
     Topology,
 )
 from host.topology.settings import is_int
+from host.topology.targets import LOCAL, Target
 from host.topology.transactional_check import check_batch_component, check_transactional
 
 SERIALIZERS = ("json", "msgpack")
@@ -39,11 +40,13 @@ RESERVED_PREFIX = "__"  # Storm's system components and streams: __acker, __syst
 FORBIDDEN_NAME_CHARS = "/.:\\"
 
 
-def validate(topology: Topology, *, strict_config: bool = True) -> None:
+def validate(topology: Topology, *, strict_config: bool = True, target: Target = LOCAL) -> None:
     """Raise TopologyError (naming file, component, key) for the first problem found. Checks
     structure first, then references between components, then the file system (commands,
     scripts, cwds). `strict_config`: reject topology-wide keys in component config instead of
-    dropping them silently as Storm does (Flux loaders pass False to stay Storm-compatible)."""
+    dropping them silently as Storm does (Flux loaders pass False to stay Storm-compatible).
+    `target`: the runtime it is validated for (`host.topology.targets`): `host spark` lets
+    batch bolts and committers follow a plain spout."""
     file = topology.source
     check_name(topology.name, file)
     check_config(topology.config, file=file)
@@ -58,7 +61,7 @@ def validate(topology: Topology, *, strict_config: bool = True) -> None:
     for component in topology.components:
         _check_inputs(component, ids, file)
     check_drpc(topology)  # DRPC's parts and a linear DRPC topology's chain (docs/drpc.md §3)
-    check_transactional(topology)  # the batch group's shape (docs/transactional.md §3)
+    check_transactional(topology, target)  # the batch group's shape (docs/transactional.md §3)
     for component in topology.components:
         if component.in_host is None:  # DRPC's in-host parts run no command
             check_launchable(component, file)

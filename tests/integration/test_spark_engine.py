@@ -366,18 +366,17 @@ def test_explain_prints_the_plan_and_starts_nothing() -> None:
     assert "stage 4: bolt store: committer in the batch group" in result.output
 
 
-def test_spouts_the_engine_cannot_run_yet_are_refused_naming_them(tmp_path: Path) -> None:
-    """The Spark spout's inputs and a second spout are refused before anything starts (plain
-    spouts run: tests/integration/test_spark_staged_spouts.py)."""
+def test_a_second_spout_is_refused_and_a_spark_input_is_planned(tmp_path: Path) -> None:
+    """A second spout is refused before anything starts (plain spouts run:
+    tests/integration/test_spark_staged_spouts.py; the Spark spout's inputs:
+    tests/integration/test_spark_input_source.py)."""
     from click.testing import CliRunner
 
     from host.spark.command import spark
 
-    result = CliRunner().invoke(spark, ["examples/spark-wordcount/topology.yaml"])
-    assert result.exit_code == 2
-    assert "component 'lines'" in result.output
-    assert "spark input" in result.output
-    assert "does not run on the Spark engine yet" in result.output
+    result = CliRunner().invoke(spark, ["examples/spark-wordcount/topology.yaml", "--explain"])
+    assert result.exit_code == 0, result.output
+    assert "stage 1: spout lines: spark input" in result.output
 
     (tmp_path / "s.py").write_text("# never run\n")
     two = tmp_path / "two.yaml"

@@ -247,12 +247,24 @@ ERRORS = [
         "'batch: spout' needs a transactional topology: add 'transactional: {id: NAME}'",
     ),
     (
-        "transactional without batch spout",
+        "batch bolts without batch spout",
         with_(lambda d: spouts(d)["numbers"].pop("batch")),
+        "partial",
+        "batch",
+        "'batch: bolt' needs a transactional batch spout under `host local` (a spout with "
+        "'batch: spout'), and no spout here has one; on Spark every spout is transactional",
+    ),
+    (
+        "transactional without batch spout",
+        with_(
+            lambda d: [
+                body.pop("batch", None) for body in (*spouts(d).values(), *bolts(d).values())
+            ]
+        ),
         None,
         "transactional",
         "needs exactly one spout with 'batch: spout' (the spout that opens the batches); "
-        "none has it. The spouts are: numbers",
+        "none has it. The spouts are: numbers; on Spark every spout is transactional",
     ),
     (
         "two batch spouts",

@@ -1,0 +1,515 @@
+"""The Spark spout's inputs plugged into the Spark engine directly (host/spark/spark_input.py,
+spark_input_source.py; docs/spark.md §4.8): the spout's streaming query, DataFrame and output
+directories read by Spark itself, each micro-batch one transaction.
+
+Every topology here is the spout -> a Python bolt (`tag`: the row plus its word count) -> the
+SQLite committer (insert mode, with its audit table: one row per applied txid). The streaming
+topology is a valid transactional topology (`spark.spout.transactional: true`), so it runs as a
+command and under `host local` too. The DataFrame and directory inputs are plain spouts under
+`host local`, and validation lets `batch: committer` only into a topology with a batch spout, so
+the driver (this file run as a script) loads them and makes `store` a committer itself, as
+tests/integration/test_spark_staged_spouts.py does.
+
+Spark start-ups are the cost (10-40 s each on two busy cores): the DataFrame and directory runs
+share one local-cluster session (executors in other JVMs, so the source's reads and the stages
+run in other processes than the driver's Python worker); the streaming input runs as a command
+on local[2], then killed and restarted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+CLUSTER = "local-cluster[2,1,1024]"
+LOCAL = "local[2]"
+WAIT_SECS = 240  # generous: other test runs share the two cores
+JAVA_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+SPARK_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.executor.extraJavaOptions": JAVA_OPTS,
+    "spark.driver.extraJavaOptions": JAVA_OPTS,
+    "spark.sql.shuffle.partitions": "2",
+}
+STREAM_FILES = 4  # one file per micro-batch (maxFilesPerTrigger 1)
+ROWS_PER_FILE = 50
+
+pytestmark = pytest.mark.spark
+
+JOBS = """\
+def stream(spark, conf):
+    # one JSON-lines file per micro-batch, in name order (Spark's file source, its own offsets)
+    return (
+        spark.readStream.schema("id LONG, text STRING, amount DECIMAL(10,2), at TIMESTAMP")
+        .option("maxFilesPerTrigger", 1)
+        .json(conf["test.input"])
+    )
+
+
+def numbers(spark, conf):
+    # test.rows rows in test.partitions slices, in id order (spark.range slices in order)
+    n, parts = int(conf["test.rows"]), int(conf["test.partitions"])
+    return spark.range(0, n, 1, parts).selectExpr(
+        "id", "concat('row ', id, ' of ', id % 7) AS text",
+        "CAST(id / 4 AS DECIMAL(10,2)) AS amount",
+        "CAST(TIMESTAMP '2024-05-01 12:00:00+00:00' + make_interval(0, 0, 0, 0, 0, 0, id) AS TIMESTAMP) AS at",
+    )
+"""
+
+TAG = """\
+from multilang import BasicBolt
+
+
+class Tag(BasicBolt):
+    def process(self, tup):
+        self.emit(list(tup.values) + [len(str(tup.values[1]).split())])
+
+
+Tag().run()
+"""
+
+FIELDS = ["id", "text", "amount", "at"]
+
+
+def stream_text(i: int) -> str:
+    return f"stream row {i}" + " x" * (i % 3)
+
+
+def stream_rows() -> list[dict[str, Any]]:
+    rows = []
+    for i in range(STREAM_FILES * ROWS_PER_FILE):
+        rows.append(
+            {
+                "id": i,
+                "text": stream_text(i),
+                "amount": i * 1.25,  # a JSON number, read as DECIMAL(10,2)
+                "at": f"2024-05-01T12:{i // 60:02d}:{i % 60:02d}+02:00",
+            }
+        )
+    return rows
+
+
+def write_stream_input(directory: Path) -> None:
+    directory.mkdir(parents=True)
+    rows = stream_rows()
+    for f in range(STREAM_FILES):
+        chunk = rows[f * ROWS_PER_FILE : (f + 1) * ROWS_PER_FILE]
+        (directory / f"part-{f:03d}.json").write_text("".join(json.dumps(r) + "\n" for r in chunk))
+
+
+def expected_stream_table() -> list[tuple[Any, ...]]:
+    """The stored rows, computed without Spark: the spout's conversion of each row (decimal as
+    plain text with its scale; a TIMESTAMP as its UTC instant in ISO-8601 with the offset)."""
+    out = []
+    for r in stream_rows():
+        i = r["id"]
+        minute, second = i // 60, i % 60
+        at = f"2024-05-01T{10:02d}:{minute:02d}:{second:02d}+00:00"
+        out.append((i, r["text"], f"{r['amount']:.2f}", at, len(r["text"].split())))
+    return out
+
+
+def make_topology(
+    base: Path,
+    name: str,
+    spout_config: dict[str, Any],
+    *,
+    config: dict[str, Any] | None = None,
+    transactional: bool = False,
+    env: dict[str, str] | None = None,
+) -> Path:
+    base.mkdir(parents=True, exist_ok=True)
+    (base / "jobs.py").write_text(JOBS)
+    (base / "tag.py").write_text(TAG)
+    spout: dict[str, Any] = {
+        "command": ["python", "-m", "components.spark_spout"],
+        "outputs": FIELDS,
+        "config": {"spark.spout.checkpoint.dir": "spout-state", **spout_config},
+    }
+    store: dict[str, Any] = {
+        "command": ["python", "-m", "components.sqlite_committer"],
+        "inputs": {"tag": "global"},
+        "outputs": [],
+        "env": env or {},
+        "config": {
+            "sqlite.committer.path": "out.db",
+            "sqlite.committer.table": "rows",
+            "sqlite.committer.audit": "audit",
+        },
+    }
+    doc: dict[str, Any] = {"name": name, "config": config or {}}
+    if transactional:
+        doc["transactional"] = {"id": name}
+        spout["batch"] = "spout"
+        spout["config"]["spark.spout.transactional"] = True
+        store["batch"] = "committer"
+    doc["spouts"] = {"rows": spout}
+    doc["bolts"] = {
+        "tag": {
+            "command": ["python", "tag.py"],
+            "outputs": [*FIELDS, "words"],
+            "parallelism": 2,
+            "inputs": {"rows": "shuffle"},
+        },
+        "store": store,
+    }
+    path = base / "topology.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def stream_topology(
+    base: Path, env: dict[str, str] | None = None, *, write_input: bool = True
+) -> Path:
+    if write_input:
+        write_stream_input(base / "input")
+    return make_topology(
+        base,
+        "spark-input-stream",
+        {
+            "spark.spout.source": "streaming",
+            "spark.spout.job": "jobs:stream",
+            # the session of the spout under `host local`; `host spark` takes --master
+            "spark.master": LOCAL,
+            "spark.ui.enabled": "false",
+            "spark.driver.extraJavaOptions": JAVA_OPTS,
+        },
+        config={"test.input": str(base / "input")},
+        transactional=True,
+        env=env,
+    )
+
+
+# ---- reading what a run left ------------------------------------------------------------------------
+
+
+def table(db: Path) -> list[tuple[Any, ...]]:
+    try:
+        with sqlite3.connect(db) as conn:
+            return list(conn.execute("SELECT id, text, amount, at, words FROM rows ORDER BY id"))
+    except sqlite3.Error:
+        return []
+
+
+def applied(db: Path) -> list[tuple[int, int]]:
+    """(txid, tuples) per applied txid."""
+    try:
+        with sqlite3.connect(db) as conn:
+            return list(conn.execute("SELECT txid, tuples FROM audit ORDER BY txid"))
+    except sqlite3.Error:
+        return []
+
+
+def spark_command(topology: Path, checkpoint: Path, master: str, *args: str) -> list[str]:
+    conf = [f"-c{k}={v}" for k, v in SPARK_CONF.items()]
+    return [
+        sys.executable,
+        "-m",
+        "host.spark.command",
+        str(topology),
+        "--master",
+        master,
+        "--checkpoint",
+        str(checkpoint),
+        "--trigger",
+        "0.5",
+        *conf,
+        *args,
+    ]
+
+
+def wait_for(check: Callable[[], bool], proc: subprocess.Popen[str], what: str) -> None:
+    deadline = time.monotonic() + WAIT_SECS
+    while not check():
+        assert proc.poll() is None, f"exited early:\n{proc.communicate()[0][-5000:]}"
+        assert time.monotonic() < deadline, f"{what}: not in {WAIT_SECS}s"
+        time.sleep(0.1)
+
+
+# ---- the streaming input, as a command -------------------------------------------------------------
+
+
+def test_streaming_input_on_spark_equals_the_input_and_host_local(tmp_path: Path) -> None:
+    topology = stream_topology(tmp_path / "spark")
+    result = subprocess.run(
+        spark_command(topology, tmp_path / "checkpoint", LOCAL, "--max-batches", "4"),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=WAIT_SECS * 2,
+    )
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out[-5000:]
+    assert "txid 4 committed (attempt 1" in out
+    on_spark = table(tmp_path / "spark" / "out.db")
+    # every row once, each value as the spout converts it; one micro-batch per input file
+    assert on_spark == expected_stream_table()
+    assert applied(tmp_path / "spark" / "out.db") == [(t, ROWS_PER_FILE) for t in (1, 2, 3, 4)]
+    # the same topology under `host local` (the spout runs its own Spark): the same table
+    local = stream_topology(tmp_path / "local")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "host", "local", str(local), "--state-dir", str(tmp_path / "st")],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        wait_for(lambda: len(applied(tmp_path / "local" / "out.db")) >= 4, proc, "host local")
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=60)
+    assert table(tmp_path / "local" / "out.db") == on_spark
+
+
+def test_streaming_input_driver_killed_and_restarted_loses_nothing_and_repeats_nothing(
+    tmp_path: Path,
+) -> None:
+    base = tmp_path / "kill"
+    db, checkpoint = base / "out.db", tmp_path / "checkpoint"
+    # the first run's committer dies before writing txid 3, on every attempt: the kill surely
+    # lands with txids 1-2 committed and txid 3 read by Spark and never committed
+    faulty = stream_topology(base, env={"FAULT": "before_write:3"})
+    first = subprocess.Popen(
+        spark_command(faulty, checkpoint, LOCAL, "--max-restarts", "100"),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        # txid 3's first attempt has begun (its attempt is stored before any tuple is read):
+        # Spark having planned it (offsets/2) is not enough, the kill could land before that
+        wait_for(
+            lambda: len(applied(db)) == 2 and _attempts(checkpoint, 3) >= 1,
+            first,
+            "txids 1-2 committed, txid 3 attempted",
+        )
+    finally:
+        first.kill()  # SIGKILL: nothing cleaned up
+        first.communicate(timeout=60)
+    assert [t for t, _ in applied(db)] == [1, 2]
+    assert (checkpoint / "query" / "offsets" / "2").exists()  # Spark's batch 2 is txid 3
+    assert 0 < len(table(db)) < STREAM_FILES * ROWS_PER_FILE
+    healthy = stream_topology(base, write_input=False)  # the same files, the committer healthy
+    result = subprocess.run(
+        spark_command(healthy, checkpoint, LOCAL, "--max-batches", "2"),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=WAIT_SECS * 2,
+    )
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out[-5000:]
+    # txid 3 is Spark's batch 2 again (its offsets from the query's checkpoint), a later attempt
+    assert "txid 3 committed (attempt" in out and "txid 3 committed (attempt 1," not in out
+    assert table(db) == expected_stream_table()
+    assert applied(db) == [(t, ROWS_PER_FILE) for t in (1, 2, 3, 4)]
+
+
+def _attempts(checkpoint: Path, txid: int) -> int:
+    """The attempts of `txid` the engine has begun (host/spark/engine.py stores the number in
+    `<checkpoint>/batches/coordinator/meta/<txid>.json` before the attempt reads anything)."""
+    path = checkpoint / "batches" / "coordinator" / "meta" / f"{txid}.json"
+    try:
+        return int(json.loads(path.read_text()).get("attempt", 0))
+    except (OSError, ValueError):
+        return 0  # not written yet (the write is a rename: never half-read)
+
+
+# ---- the DataFrame and directory inputs, one local-cluster session ----------------------------------
+
+
+def load_as_committer(path: str, config: dict[str, Any]) -> Any:
+    """The topology with `store` a committer (see the module's docstring)."""
+    from host.topology.files import load
+    from host.topology.model import COMMITTER
+
+    topology = load(path)
+    components = tuple(
+        dataclasses.replace(c, batch=COMMITTER) if c.id == "store" else c
+        for c in topology.components
+    )
+    return dataclasses.replace(
+        topology, components=components, config={**topology.config, **config}
+    )
+
+
+def shared_runs(spec_path: str, results_path: str) -> None:
+    """Script mode: every run of the spec in one SparkSession, one after the other."""
+    from components.spark_spout.session import start_session
+    from host.spark.engine import SparkEngine
+    from host.spark.plan import plan
+
+    spark = start_session({"spark.master": CLUSTER, **SPARK_CONF}, "spark-input-tests")
+    results = {}
+    try:
+        for run in json.loads(Path(spec_path).read_text()):
+            engine = SparkEngine(
+                plan(load_as_committer(run["topology"], run["config"])),
+                run["checkpoint"],
+                trigger_secs=0.5,
+                max_batches=run["max_batches"],
+                spark=spark,
+            )
+            engine.run()
+            results[run["name"]] = {"committed": engine.committed, "restarts": engine.restarts}
+    finally:
+        spark.stop()
+    Path(results_path).write_text(json.dumps(results))
+
+
+def write_directories(spark: Any, parent: Path) -> list[tuple[Any, ...]]:
+    """Three Spark output directories (parquet, JSON, parquet) under `parent`; the rows they hold,
+    as the spout converts them."""
+    rows: list[tuple[Any, ...]] = []
+    for n, fmt in enumerate(("parquet", "json", "parquet")):
+        ids = range(n * 100, n * 100 + 100)
+        df = spark.createDataFrame(
+            [(i, f"dir {n} row {i}", None, None) for i in ids],
+            "id LONG, text STRING, amount STRING, at STRING",
+        )
+        df.coalesce(2).write.format(fmt).save(str(parent / f"out-{n:02d}"))
+        rows.extend((i, f"dir {n} row {i}", None, None, 4) for i in ids)
+    return rows
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    base = tmp_path_factory.mktemp("spark-input")
+    frame = make_topology(
+        base / "dataframe",
+        "spark-input-frame",
+        {"spark.spout.source": "dataframe", "spark.spout.job": "jobs:numbers"},
+        config={"test.rows": 1000, "test.partitions": 5},
+    )
+    directory = make_topology(
+        base / "directory",
+        "spark-input-dirs",
+        {"spark.spout.source": "directory", "spark.spout.path": "outputs"},
+    )
+    runs: list[dict[str, Any]] = [
+        # 5 staged files of 200 rows, at most 450 rows per micro-batch: files 1-2, 3-4, 5
+        {"name": "dataframe", "topology": str(frame), "max_batches": 3},
+        {"name": "directory", "topology": str(directory), "max_batches": 3},
+    ]
+    for run in runs:
+        run["config"] = {"host.spark.batch.max.tuples": 450}
+        run["checkpoint"] = str(Path(run["topology"]).parent / "checkpoint")
+    writer = subprocess.run(
+        [sys.executable, __file__, "--write-directories", str(base / "directory" / "outputs")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=WAIT_SECS,
+    )
+    assert writer.returncode == 0, (writer.stdout + writer.stderr)[-5000:]
+    spec, results = base / "spec.json", base / "results.json"
+    spec.write_text(json.dumps(runs))
+    result = subprocess.run(
+        [sys.executable, __file__, "--shared-runs", str(spec), str(results)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=WAIT_SECS * 4,
+    )
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out[-5000:]
+    return {
+        "base": base,
+        "results": json.loads(results.read_text()),
+        "directory_rows": json.loads((base / "directory" / "outputs.json").read_text()),
+        "runs": {r["name"]: r for r in runs},
+    }
+
+
+def test_dataframe_input_in_micro_batches_of_staged_files(shared: dict[str, Any]) -> None:
+    base = shared["base"] / "dataframe"
+    assert shared["results"]["dataframe"] == {"committed": 3, "restarts": 0}
+    assert applied(base / "out.db") == [(1, 400), (2, 400), (3, 200)]
+    expected = [
+        (
+            i,
+            f"row {i} of {i % 7}",
+            f"{i / 4:.2f}",
+            f"2024-05-01T12:{i // 60:02d}:{i % 60:02d}+00:00",
+            4,
+        )
+        for i in range(1000)
+    ]
+    assert table(base / "out.db") == expected
+    # then nothing more: the next offset is the last one
+    assert next_offset(shared["runs"]["dataframe"], 3) == {"txid": 3}
+
+
+def test_directory_input_one_micro_batch_per_output_directory(shared: dict[str, Any]) -> None:
+    base = shared["base"] / "directory"
+    assert shared["results"]["directory"] == {"committed": 3, "restarts": 0}
+    assert applied(base / "out.db") == [(1, 100), (2, 100), (3, 100)]
+    assert table(base / "out.db") == [tuple(r) for r in shared["directory_rows"]]
+    assert next_offset(shared["runs"]["directory"], 3) == {"txid": 3}
+
+
+def next_offset(run: dict[str, Any], txid: int) -> dict[str, int]:
+    """The source's answer after `txid`, asked in this process (no Spark: the reader is a plain
+    object over the state directory)."""
+    from host.spark.spark_input_source import SparkInput, SparkInputReader, source_options
+
+    topology = load_as_committer(run["topology"], run["config"])
+    checkpoint = run["checkpoint"]
+    spark_input = SparkInput(topology, "rows", checkpoint, os.path.join(checkpoint, "batches"))
+    staging = spark_input.staging if spark_input.spec.source == "dataframe" else None
+    options = source_options(
+        spark_input.spec, spark_input.state_root, staging, spark_input.max_rows
+    )
+    answer: dict[str, int] = SparkInputReader(options).latestOffset({"txid": txid}, None)
+    return answer
+
+
+# ---- no Spark: refusals ------------------------------------------------------------------------------
+
+
+def test_settings_the_spout_refuses_are_refused_before_anything_starts(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from host.spark.command import spark
+
+    topology = make_topology(
+        tmp_path,
+        "bad",
+        {"spark.spout.source": "dataframe", "spark.spout.job": "jobs:numbers"},
+    )
+    doc = yaml.safe_load(topology.read_text())
+    doc["spouts"]["rows"]["parallelism"] = 2
+    topology.write_text(yaml.safe_dump(doc))
+    result = CliRunner().invoke(spark, [str(topology), "--checkpoint", str(tmp_path / "c")])
+    assert result.exit_code == 2, result.output
+    assert "component 'rows'" in result.output and "runs as one task" in result.output
+    assert not (tmp_path / "c").exists()
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--shared-runs"]:
+    os.chdir(ROOT)
+    sys.path.insert(0, str(ROOT))
+    shared_runs(sys.argv[2], sys.argv[3])
+elif __name__ == "__main__" and sys.argv[1:2] == ["--write-directories"]:
+    sys.path.insert(0, str(ROOT))
+    from components.spark_spout.session import start_session
+
+    session = start_session({"spark.master": "local[1]", **SPARK_CONF}, "spark-input-writer")
+    parent = Path(sys.argv[2])
+    written = write_directories(session, parent)
+    session.stop()
+    Path(f"{parent}.json").write_text(json.dumps(written))

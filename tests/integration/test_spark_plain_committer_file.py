@@ -1,0 +1,203 @@
+"""A topology FILE whose committer follows a plain spout (docs/spark.md §4.6): `python -m host spark`
+runs it as it is, each micro-batch one transaction, and `python -m host local` refuses it before
+anything starts, saying that `host spark` runs it.
+
+The file: a plain Python spout emitting `[id, sentence]` with message id `id` from a fixed list,
+in order, ten per `next`; a Python split bolt emitting `[id, word]`; the SQLite committer
+(components/sqlite_committer) as `batch: committer`, inserting a row per tuple, with an audit
+table. The list is far longer than the three micro-batches the run commits
+(`host.spark.batch.max.tuples` each at most), so the spout never runs dry and `--max-batches 3`
+always ends the run; what was committed is then compared with the sentences themselves.
+"""
+
+from __future__ import annotations
+
+import collections
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+WAIT_SECS = 480  # generous: Spark's start-up on two busy shared cores
+SENTENCES = 3_000
+MAX_TUPLES = 100  # sentences per micro-batch at most
+BATCHES = 3
+JAVA_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+SPARK_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.executor.extraJavaOptions": JAVA_OPTS,
+    "spark.driver.extraJavaOptions": JAVA_OPTS,
+}
+
+pytestmark = pytest.mark.spark
+
+SPOUT = """\
+from collections import deque
+from multilang import Spout
+
+WORDS = ["alpha", "beta", "gamma", "delta", "epsilon"]
+
+
+def sentence(i):
+    return f"{WORDS[i % 5]} {WORDS[(i * 3) % 5]} sentence {i % 7}"
+
+
+class Sentences(Spout):
+    def initialize(self, conf, context):
+        with open(conf["test.started"], "a") as f:  # the spout ran: host local must not get here
+            f.write("started\\n")
+        self.todo = deque(range(int(conf["test.sentences"])))
+
+    def next_tuple(self):
+        for _ in range(10):
+            if self.todo:
+                i = self.todo.popleft()
+                self.emit([i, sentence(i)], id=i)
+
+    def fail(self, i):
+        self.todo.appendleft(i)
+
+
+Sentences().run()
+"""
+
+SPLIT = """\
+from multilang import BasicBolt
+
+
+class Split(BasicBolt):
+    def process(self, tup):
+        i, text = tup.values
+        for word in text.split():
+            self.emit([i, word])
+
+
+Split().run()
+"""
+
+
+def sentence(i: int) -> str:
+    """The spout's sentence `i`, computed here directly."""
+    words = ["alpha", "beta", "gamma", "delta", "epsilon"]
+    return f"{words[i % 5]} {words[(i * 3) % 5]} sentence {i % 7}"
+
+
+def make_topology(base: Path) -> Path:
+    """The topology directory: the two scripts and `topology.yaml`, with `batch: committer` and
+    no batch spout nor `transactional:` block."""
+    base.mkdir(parents=True, exist_ok=True)
+    (base / "sentences.py").write_text(SPOUT)
+    (base / "split.py").write_text(SPLIT)
+    doc = {
+        "name": "plain-committer",
+        "config": {
+            "test.started": str(base / "started.txt"),
+            "test.sentences": SENTENCES,
+            "host.spark.batch.max.tuples": MAX_TUPLES,
+            "topology.max.spout.pending": 100_000,
+        },
+        "spouts": {
+            "sentences": {"command": ["python", "sentences.py"], "outputs": ["id", "sentence"]}
+        },
+        "bolts": {
+            "split": {
+                "command": ["python", "split.py"],
+                "outputs": ["id", "word"],
+                "parallelism": 2,
+                "inputs": {"sentences": "shuffle"},
+            },
+            "store": {
+                "command": ["python", "-m", "components.sqlite_committer"],
+                "batch": "committer",
+                "outputs": [],
+                "inputs": {"split": "global"},
+                "config": {
+                    "sqlite.committer.path": str(base / "out.db"),
+                    "sqlite.committer.table": "words",
+                    "sqlite.committer.audit": "audit",
+                },
+            },
+        },
+    }
+    path = base / "topology.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def host(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "host", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def stored_words(db: Path) -> list[tuple[int, str]]:
+    with sqlite3.connect(db) as conn:
+        return [(int(i), w) for i, w in conn.execute("SELECT id, word FROM words")]
+
+
+def audited(db: Path) -> list[tuple[int, int]]:
+    """(txid, tuples) per committed txid."""
+    with sqlite3.connect(db) as conn:
+        return list(conn.execute("SELECT txid, tuples FROM audit ORDER BY txid"))
+
+
+def test_host_spark_runs_the_file_each_sentence_committed_once(tmp_path: Path) -> None:
+    path = make_topology(tmp_path / "topology")
+    db = tmp_path / "topology" / "out.db"
+    assert not db.exists()
+    result = host(
+        "spark",
+        str(path),
+        "--master",
+        "local[2]",
+        "--max-batches",
+        str(BATCHES),
+        "--checkpoint",
+        str(tmp_path / "checkpoint"),
+        "--trigger",
+        "0.5",
+        *(f"-c{k}={v}" for k, v in SPARK_CONF.items()),
+        timeout=WAIT_SECS,
+    )
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out[-5000:]
+    assert f"stopped: {BATCHES} micro-batch(es) committed" in out, out[-5000:]
+    rows = stored_words(db)
+    ids = sorted({i for i, _ in rows})
+    # the spout emits in order and a batch takes the oldest tuples: the committed sentences are
+    # the first ones, at most MAX_TUPLES per micro-batch, and fewer than the spout has
+    assert ids == list(range(len(ids))) and 0 < len(ids) <= BATCHES * MAX_TUPLES
+    # each committed sentence exactly once: its words, each once, and nothing else
+    expected = [(i, w) for i in ids for w in sentence(i).split()]
+    assert collections.Counter(rows) == collections.Counter(expected)
+    assert collections.Counter(w for _, w in rows) == collections.Counter(
+        w for i in ids for w in sentence(i).split()
+    )
+    # one transaction per micro-batch, txids 1..3, holding every stored row
+    audit = audited(db)
+    assert [t for t, _ in audit] == list(range(1, BATCHES + 1))
+    assert sum(n for _, n in audit) == len(rows)
+
+
+def test_host_local_refuses_the_file_before_anything_starts(tmp_path: Path) -> None:
+    path = make_topology(tmp_path / "topology")
+    started = tmp_path / "topology" / "started.txt"
+    assert not started.exists()
+    result = host("local", str(path), timeout=120)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr == (
+        f"error: {path}: component 'store': key 'batch': 'batch: committer' needs a "
+        "transactional batch spout under `host local` (a spout with 'batch: spout'), and no "
+        "spout here has one; on Spark every spout is transactional (each micro-batch one "
+        f"transaction), so `python -m host spark {path}` runs this topology as it is\n"
+    )
+    assert not started.exists()  # no spout ran
+    assert not (tmp_path / "topology" / "out.db").exists()
