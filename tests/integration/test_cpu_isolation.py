@@ -6,57 +6,21 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 
 import pytest
 
 from host.runtime.lifecycle import State
 from host.runtime.supervisor import Supervisor
-from host.topology import TopologyBuilder
-
-WAIT_SECS = 60.0  # a bound for a loaded machine, not a measurement
-
-BOLT = """
-from multilang import BasicBolt
-
-class Pass(BasicBolt):
-    def process(self, tup):
-        pass
-
-Pass().run()
-"""
-SPOUT = """
-import time
-from multilang import Spout
-
-class Slow(Spout):
-    def next_tuple(self):
-        time.sleep(0.01)
-        self.emit(["x"])
-
-Slow().run()
-"""
-
-
-def _until(sup: Supervisor, done) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + WAIT_SECS
-    while not done() and time.monotonic() < deadline:
-        sup.step(0.05)
-    assert done()
+from tests.support.small_topology import spout_and_bolts, step_until
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
 def test_tasks_are_kept_off_the_hosts_cpu_and_the_host_gets_its_cpus_back(tmp_path):
     before = os.sched_getaffinity(0)
-    (tmp_path / "bolt.py").write_text(BOLT)
-    (tmp_path / "spout.py").write_text(SPOUT)
-    b = TopologyBuilder("isolated", config={"host.cpu.isolate": True})
-    b.spout("spout", ["python", "spout.py"], outputs=["w"])
-    b.bolt("pass", ["python", "bolt.py"], outputs=[], parallelism=2).shuffle("spout")
-    sup = Supervisor(b.build(str(tmp_path)))
+    sup = Supervisor(spout_and_bolts(tmp_path, "isolated", {"host.cpu.isolate": True}))
     sup.start()
     try:
-        _until(sup, lambda: len(sup.pids()) == 3 and sup.cpu.child_cpus is not None)
+        step_until(sup, lambda: len(sup.pids()) == 3 and sup.cpu.child_cpus is not None)
         host_cpu = sup.cpu.host_cpu
         assert os.sched_getaffinity(0) == {host_cpu}
         for pid in sup.pids().values():
@@ -65,7 +29,7 @@ def test_tasks_are_kept_off_the_hosts_cpu_and_the_host_gets_its_cpus_back(tmp_pa
         victim = next(t for t in sup.tasks.values() if t.link.cid == "pass")
         old = victim.child.pid  # type: ignore[union-attr]
         os.kill(old, signal.SIGKILL)
-        _until(
+        step_until(
             sup,
             lambda: (
                 victim.state is State.RUNNING

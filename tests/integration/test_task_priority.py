@@ -7,42 +7,12 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 
 from host.runtime.lifecycle import State
 from host.runtime.supervisor import Supervisor
-from host.topology import TopologyBuilder
+from tests.support.small_topology import spout_and_bolts, step_until
 
-WAIT_SECS = 60.0  # a bound for a loaded machine, not a measurement
 AUTOGROUPS = os.path.exists("/proc/self/autogroup")
-
-BOLT = """
-from multilang import BasicBolt
-
-class Pass(BasicBolt):
-    def process(self, tup):
-        pass
-
-Pass().run()
-"""
-SPOUT = """
-import time
-from multilang import Spout
-
-class Slow(Spout):
-    def next_tuple(self):
-        time.sleep(0.01)
-        self.emit(["x"])
-
-Slow().run()
-"""
-
-
-def _until(sup: Supervisor, done) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + WAIT_SECS
-    while not done() and time.monotonic() < deadline:
-        sup.step(0.05)
-    assert done()
 
 
 def _nice(pid: int) -> int:
@@ -57,19 +27,10 @@ def _group_nice(pid: int) -> int:
         return int(fh.read().split()[-1])
 
 
-def _topology(tmp_path, config: dict):  # type: ignore[no-untyped-def]
-    (tmp_path / "bolt.py").write_text(BOLT)
-    (tmp_path / "spout.py").write_text(SPOUT)
-    b = TopologyBuilder("priority", config=config)
-    b.spout("spout", ["python", "spout.py"], outputs=["w"])
-    b.bolt("pass", ["python", "bolt.py"], outputs=[], parallelism=2).shuffle("spout")
-    return b.build(str(tmp_path))
-
-
 def _run(sup: Supervisor, check) -> None:  # type: ignore[no-untyped-def]
     sup.start()
     try:
-        _until(sup, lambda: len(sup.pids()) == 3)
+        step_until(sup, lambda: len(sup.pids()) == 3)
         check()
     finally:
         sup.request_stop("test over")
@@ -80,12 +41,14 @@ def _run(sup: Supervisor, check) -> None:  # type: ignore[no-untyped-def]
 
 def test_tasks_run_at_the_niceness_asked_for_and_the_host_keeps_its_own(tmp_path):
     host_nice = os.nice(0)
-    sup = Supervisor(_topology(tmp_path, {"host.task.nice": 19, "host.cpu.isolate": False}))
+    sup = Supervisor(
+        spout_and_bolts(tmp_path, "priority", {"host.task.nice": 19, "host.cpu.isolate": False})
+    )
     assert sup.priority.nice == 19
 
     def check() -> None:
         # groups the kernel's rate limit deferred are set at the next ticks
-        _until(sup, lambda: sup.priority.pending == 0)
+        step_until(sup, lambda: sup.priority.pending == 0)
         for pid in sup.pids().values():
             assert _nice(pid) == 19
             if AUTOGROUPS:
@@ -95,7 +58,7 @@ def test_tasks_run_at_the_niceness_asked_for_and_the_host_keeps_its_own(tmp_path
         victim = next(t for t in sup.tasks.values() if t.link.cid == "pass")
         old = victim.child.pid  # type: ignore[union-attr]
         os.kill(old, signal.SIGKILL)
-        _until(
+        step_until(
             sup,
             lambda: (
                 victim.state is State.RUNNING
@@ -113,7 +76,7 @@ def test_tasks_run_at_the_niceness_asked_for_and_the_host_keeps_its_own(tmp_path
 
 
 def test_auto_leaves_a_small_topology_at_the_hosts_priority(tmp_path):
-    sup = Supervisor(_topology(tmp_path, {"host.cpu.isolate": False}))
+    sup = Supervisor(spout_and_bolts(tmp_path, "priority", {"host.cpu.isolate": False}))
     assert len(sup.tasks) <= 4  # the precondition: not crowded on any machine
     assert sup.priority.nice == 0
 
