@@ -5,13 +5,11 @@ and the host gets its CPUs back at the end (host/runtime/cpu_isolation.py; the d
 from __future__ import annotations
 
 import os
-import signal
 
 import pytest
 
-from host.runtime.lifecycle import State
 from host.runtime.supervisor import Supervisor
-from tests.support.small_topology import spout_and_bolts, step_until
+from tests.support.small_topology import kill_and_restart, spout_and_bolts, step_until
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
@@ -26,18 +24,8 @@ def test_tasks_are_kept_off_the_hosts_cpu_and_the_host_gets_its_cpus_back(tmp_pa
         for pid in sup.pids().values():
             assert host_cpu not in os.sched_getaffinity(pid)
         # a task started after the change gets the same CPUs from its start
-        victim = next(t for t in sup.tasks.values() if t.link.cid == "pass")
-        old = victim.child.pid  # type: ignore[union-attr]
-        os.kill(old, signal.SIGKILL)
-        step_until(
-            sup,
-            lambda: (
-                victim.state is State.RUNNING
-                and victim.child is not None
-                and victim.child.pid != old
-            ),
-        )
-        assert host_cpu not in os.sched_getaffinity(victim.child.pid)  # type: ignore[union-attr]
+        new = kill_and_restart(sup, "pass")
+        assert host_cpu not in os.sched_getaffinity(new)
     finally:
         sup.request_stop("test over")
         while sup.step(0.05):

@@ -9,12 +9,9 @@ that runs this file as a script (`--shared-runs`), started once for the module.
 
 from __future__ import annotations
 
-import collections
 import json
 import os
 import shutil
-import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -25,17 +22,26 @@ from typing import Any
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.spark_runs import (
+    CLUSTER,
+    ROOT,
+    SPARK_CONF,
+    applied_attempts,
+    engine_run,
+    expected_counts,
+    kill,
+    run_host_local_until,
+    run_shared_runs,
+    run_spark,
+    runs_in_one_session,
+    spark_command,
+    start,
+    stored_counts,
+    wait_for,
+    wordcount_copy,
+)
+
 EXAMPLES = ROOT / "examples" / "transactional"
-CLUSTER = "local-cluster[2,1,1024]"
-WAIT_SECS = 240  # generous: other test runs share the two cores
-# quick JVMs: the C1 compiler only and the serial GC (tests/integration/components/spark/support.py)
-JAVA_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-SPARK_CONF = {
-    "spark.ui.enabled": "false",
-    "spark.executor.extraJavaOptions": JAVA_OPTS,
-    "spark.driver.extraJavaOptions": JAVA_OPTS,
-}
 VARIANTS = ["topology.yaml", "topology-node.yaml", "topology-bash.yaml"]
 WORDCOUNT_BATCHES = 4  # 2000 lines per file, 500 per file per batch
 
@@ -45,92 +51,10 @@ pytestmark = pytest.mark.spark
 # ---- helpers ------------------------------------------------------------------------------------
 
 
-def spark_command(topology: Path, checkpoint: Path, *args: str) -> list[str]:
-    conf = [f"-c{k}={v}" for k, v in SPARK_CONF.items()]
-    return [
-        sys.executable,
-        "-m",
-        "host.spark.command",
-        str(topology),
-        "--master",
-        CLUSTER,
-        "--checkpoint",
-        str(checkpoint),
-        "--trigger",
-        "0.5",
-        *conf,
-        *args,
-    ]
-
-
-def run_spark(topology: Path, checkpoint: Path, *args: str) -> str:
-    result = subprocess.run(
-        spark_command(topology, checkpoint, *args),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=WAIT_SECS * 2,
-    )
-    out = result.stdout + result.stderr
-    assert result.returncode == 0, out[-5000:]
-    return out
-
-
-def wait_for(check: Callable[[], bool], proc: subprocess.Popen[str], what: str) -> None:
-    deadline = time.monotonic() + WAIT_SECS
-    while not check():
-        assert proc.poll() is None, f"exited early:\n{proc.communicate()[0][-5000:]}"
-        assert time.monotonic() < deadline, f"{what}: not in {WAIT_SECS}s"
-        time.sleep(0.1)
-
-
 def run_local_until(topology: Path, state: Path, done: Callable[[], bool]) -> None:
-    """`host local` until `done()`, then SIGTERM."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "host", "local", str(topology), "--state-dir", str(state)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        wait_for(done, proc, "host local")
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        out, _ = proc.communicate(timeout=60)
-    assert proc.returncode == 0, out[-3000:]
-
-
-def expected_counts(example: Path) -> dict[str, int]:
-    return dict(
-        collections.Counter(
-            word
-            for path in sorted((example / "data").glob("*.txt"))
-            for line in path.read_text(encoding="utf-8").splitlines()
-            for word in line.split()
-        )
-    )
-
-
-def stored_counts(db: Path) -> dict[str, int]:
-    try:
-        with sqlite3.connect(db) as conn:
-            return dict(conn.execute("SELECT word, count FROM counts"))
-    except sqlite3.Error:
-        return {}
-
-
-def audit(db: Path) -> dict[int, int]:
-    """txid -> the attempt that was applied."""
-    with sqlite3.connect(db) as conn:
-        return dict(conn.execute("SELECT txid, attempt FROM audit"))
-
-
-def wordcount_copy(tmp_path: Path, name: str) -> Path:
-    example = tmp_path / name
-    shutil.copytree(EXAMPLES / "wordcount-sqlite", example)
-    (example / "counts.db").unlink(missing_ok=True)
-    return example
+    """`host local` until `done()`, then SIGTERM; it must exit 0."""
+    ended = run_host_local_until(topology, state, done)
+    assert ended.returncode == 0, ended.stdout[-3000:]
 
 
 def global_count_copy(tmp_path: Path, name: str) -> Path:
@@ -220,44 +144,22 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     )
     for i, run in enumerate(runs):
         run["checkpoint"] = str(base / f"checkpoint-{i}")
-    spec, results = base / "spec.json", base / "results.json"
-    spec.write_text(json.dumps(runs))
-    result = subprocess.run(
-        [sys.executable, __file__, "--shared-runs", str(spec), str(results)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=WAIT_SECS * 4,
-    )
-    out = result.stdout + result.stderr
-    assert result.returncode == 0, out[-5000:]
-    return {"runs": {r["name"]: r for r in runs}, "results": json.loads(results.read_text())}
+    results, _ = run_shared_runs(__file__, runs, base)
+    return {"runs": {r["name"]: r for r in runs}, "results": results}
 
 
 def shared_runs(spec_path: str, results_path: str) -> None:
     """Script mode: every run of the spec in one SparkSession, sequentially."""
     sys.path.insert(0, str(ROOT))
-    from components.spark_spout.session import start_session
-    from host.spark.engine import SparkEngine
-    from host.spark.plan import plan
     from host.topology.files import load
 
-    spark = start_session({"spark.master": CLUSTER, **SPARK_CONF}, "spark-engine-tests")
-    results = {}
-    try:
-        for run in json.loads(Path(spec_path).read_text()):
-            engine = SparkEngine(
-                plan(load(run["topology"])),
-                run["checkpoint"],
-                trigger_secs=0.5,
-                max_batches=run["max_batches"],
-                spark=spark,
-            )
-            engine.run()
-            results[run["name"]] = {"committed": engine.committed, "restarts": engine.restarts}
-    finally:
-        spark.stop()
-    Path(results_path).write_text(json.dumps(results))
+    runs_in_one_session(
+        spec_path,
+        results_path,
+        {"spark.master": CLUSTER, **SPARK_CONF},
+        "spark-engine-tests",
+        lambda run, spark: engine_run(load(run["topology"]), run, spark),
+    )
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -282,7 +184,9 @@ def test_component_killed_inside_an_executor_is_retried_by_spark(shared: dict[st
     # Spark retried the task (no query restart), and the retry counted from nothing
     assert shared["results"]["kill"] == {"committed": WORDCOUNT_BATCHES, "restarts": 0}
     assert stored_counts(example / "counts.db") == expected_counts(example)
-    assert audit(example / "counts.db") == {t: 1 for t in range(1, WORDCOUNT_BATCHES + 1)}
+    assert applied_attempts(example / "counts.db") == {
+        t: 1 for t in range(1, WORDCOUNT_BATCHES + 1)
+    }
 
 
 # ---- the word count as a command ------------------------------------------------------------------
@@ -293,7 +197,11 @@ def test_wordcount_on_spark_equals_host_local_and_the_input(tmp_path: Path) -> N
     expected = expected_counts(example)
     started = time.monotonic()
     out = run_spark(
-        example / "topology.yaml", tmp_path / "checkpoint", "--max-batches", str(WORDCOUNT_BATCHES)
+        example / "topology.yaml",
+        tmp_path / "checkpoint",
+        CLUSTER,
+        "--max-batches",
+        str(WORDCOUNT_BATCHES),
     )
     spark_secs = time.monotonic() - started
     assert f"txid {WORDCOUNT_BATCHES} committed" in out
@@ -328,23 +236,18 @@ def test_driver_killed_and_restarted_from_its_checkpoint(tmp_path: Path) -> None
     doc["bolts"]["store"]["env"] = {"FAULT": "before_write:3"}
     faulty = example / "faulty.yaml"
     faulty.write_text(yaml.safe_dump(doc))
-    first = subprocess.Popen(
-        spark_command(faulty, checkpoint, "--max-restarts", "100"),
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    first = start(spark_command(faulty, checkpoint, CLUSTER, "--max-restarts", "100"))
     try:
         wait_for(lambda: sum(stored_counts(db).values()) > 0, first, "the first commit")
     finally:
-        first.kill()
-        first.communicate(timeout=60)
+        kill(first)
     committed = sum(stored_counts(db).values())
     assert 0 < committed < total
-    out = run_spark(example / "topology.yaml", checkpoint, "--max-batches", str(WORDCOUNT_BATCHES))
+    out = run_spark(
+        example / "topology.yaml", checkpoint, CLUSTER, "--max-batches", str(WORDCOUNT_BATCHES)
+    )
     assert stored_counts(db) == expected
-    applied = audit(db)
+    applied = applied_attempts(db)
     assert sorted(applied) == list(range(1, len(applied) + 1))  # every txid once, none skipped
     assert "restart" not in out.split("stopped:")[0] or "0 restart(s)" in out
 

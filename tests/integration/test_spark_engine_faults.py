@@ -22,9 +22,7 @@ import collections
 import json
 import os
 import re
-import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -36,17 +34,20 @@ from typing import Any
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "examples" / "transactional" / "wordcount-sqlite"
-CLUSTER = "local-cluster[2,1,1024]"
-WAIT_SECS = 240  # generous: other test runs share the two cores
+from tests.support.spark_runs import (
+    CLUSTER,
+    ROOT,
+    SPARK_CONF,
+    WAIT_SECS,
+    applied_attempts,
+    expected_counts,
+    host_local_command,
+    spark_command,
+    stored_counts,
+    wordcount_copy,
+)
+
 ORPHAN_SECS = 3.0  # issue 17's target: nothing alive 3 s after the event
-JAVA_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"  # quick JVMs, as test_spark_engine.py
-SPARK_CONF = {
-    "spark.ui.enabled": "false",
-    "spark.executor.extraJavaOptions": JAVA_OPTS,
-    "spark.driver.extraJavaOptions": JAVA_OPTS,
-}
 BATCHES = 4  # 2 files of 2,000 lines, 500 lines per file per batch
 EXECUTOR_MAIN = "CoarseGrainedExecutorBackend"
 PID_DIR = Path(tempfile.gettempdir()) / f"multilang-spark-{os.getuid()}"
@@ -241,36 +242,10 @@ def assert_none_left(directory: Path, new_pid_files: set[int], what: str) -> Non
 # ---- the topology copy --------------------------------------------------------------------------
 
 
-def expected_counts(example: Path) -> dict[str, int]:
-    return dict(
-        collections.Counter(
-            word
-            for path in sorted((example / "data").glob("*.txt"))
-            for line in path.read_text(encoding="utf-8").splitlines()
-            for word in line.split()
-        )
-    )
-
-
-def stored_counts(db: Path) -> dict[str, int]:
-    try:
-        with sqlite3.connect(db) as conn:
-            return dict(conn.execute("SELECT word, count FROM counts"))
-    except sqlite3.Error:
-        return {}
-
-
-def audit(db: Path) -> dict[int, int]:
-    with sqlite3.connect(db) as conn:
-        return dict(conn.execute("SELECT txid, attempt FROM audit"))
-
-
 def gated_wordcount(tmp_path: Path, gate_txid: int) -> Path:
     """A copy of the word count whose count bolt holds txid `gate_txid` until `gate/go` exists;
     returns its topology file."""
-    example = tmp_path / "wordcount"
-    shutil.copytree(EXAMPLE, example)
-    (example / "counts.db").unlink(missing_ok=True)
+    example = wordcount_copy(tmp_path, "wordcount")
     (example / "gate").mkdir()
     (example / "count_gate.py").write_text(GATE_COUNT)
     doc = yaml.safe_load((example / "topology.yaml").read_text())
@@ -291,23 +266,6 @@ def held_pids(example: Path) -> list[int]:
     return [int(p.name.split(".")[1]) for p in (example / "gate").glob("held.*")]
 
 
-def spark_command(topology: Path, checkpoint: Path, *args: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "host.spark.command",
-        str(topology),
-        "--master",
-        CLUSTER,
-        "--checkpoint",
-        str(checkpoint),
-        "--trigger",
-        "0.5",
-        *[f"-c{k}={v}" for k, v in SPARK_CONF.items()],
-        *args,
-    ]
-
-
 def start(cmd: list[str], log: Path) -> subprocess.Popen[str]:
     """`cmd` with its output in the file `log` (a pipe nobody reads could block it)."""
     with open(log, "w") as out:
@@ -318,21 +276,11 @@ def start(cmd: list[str], log: Path) -> subprocess.Popen[str]:
 
 def host_local_counts(tmp_path: Path) -> dict[str, int]:
     """The plain word count under `host local` on the same input, until every word is stored."""
-    example = tmp_path / "local"
-    shutil.copytree(EXAMPLE, example)
+    example = wordcount_copy(tmp_path, "local")
     db = example / "counts.db"
-    db.unlink(missing_ok=True)
     total = sum(expected_counts(example).values())
     proc = start(
-        [
-            sys.executable,
-            "-m",
-            "host",
-            "local",
-            str(example / "topology.yaml"),
-            "--state-dir",
-            str(tmp_path / "local-state"),
-        ],
+        host_local_command(example / "topology.yaml", tmp_path / "local-state"),
         tmp_path / "local.log",
     )
     try:
@@ -379,7 +327,13 @@ def test_whole_executor_killed_mid_batch_is_replaced_and_counts_stay_exact(tmp_p
     files_before = pid_files()
     proc = start(
         spark_command(
-            topology, tmp_path / "checkpoint", "--max-batches", str(BATCHES), "--max-restarts", "5"
+            topology,
+            tmp_path / "checkpoint",
+            CLUSTER,
+            "--max-batches",
+            str(BATCHES),
+            "--max-restarts",
+            "5",
         ),
         tmp_path / "spark.log",
     )
@@ -414,7 +368,7 @@ def test_whole_executor_killed_mid_batch_is_replaced_and_counts_stay_exact(tmp_p
     assert re.search(r"txid 2 committed", out)
     counts = stored_counts(example / "counts.db")
     assert counts == expected_counts(example)
-    assert audit(example / "counts.db").keys() == set(range(1, BATCHES + 1))
+    assert applied_attempts(example / "counts.db").keys() == set(range(1, BATCHES + 1))
     assert_none_left(example, pid_files() - files_before, "the run's end")
     assert counts == host_local_counts(tmp_path)
 
@@ -423,7 +377,7 @@ def test_stopped_query_leaves_no_process_and_every_stderr_line_is_tagged(tmp_pat
     topology = gated_wordcount(tmp_path, gate_txid=3)
     example = topology.parent
     files_before = pid_files()
-    proc = start(spark_command(topology, tmp_path / "checkpoint"), tmp_path / "spark.log")
+    proc = start(spark_command(topology, tmp_path / "checkpoint", CLUSTER), tmp_path / "spark.log")
     try:
         wait_for(lambda: len(held_pids(example)) == 2, proc, "both count tasks held at txid 3")
         dirs = set(executor_dirs(proc.pid))
@@ -545,6 +499,6 @@ def test_cancelled_job_ends_its_components_and_the_batch_runs_again(tmp_path: Pa
     result: dict[str, Any] = json.loads((control / "result.json").read_text())
     assert result["committed"] == BATCHES and result["restarts"] >= 1, result
     assert stored_counts(example / "counts.db") == expected_counts(example)
-    applied = audit(example / "counts.db")
+    applied = applied_attempts(example / "counts.db")
     assert applied.keys() == set(range(1, BATCHES + 1)) and applied[2] >= 2  # txid 2 re-ran
     assert_none_left(example, pid_files() - files_before, "the session's end")

@@ -18,31 +18,38 @@ on local[2], then killed and restarted.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
-import sqlite3
-import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
-CLUSTER = "local-cluster[2,1,1024]"
-LOCAL = "local[2]"
-WAIT_SECS = 240  # generous: other test runs share the two cores
-JAVA_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-SPARK_CONF = {
-    "spark.ui.enabled": "false",
-    "spark.executor.extraJavaOptions": JAVA_OPTS,
-    "spark.driver.extraJavaOptions": JAVA_OPTS,
-    "spark.sql.shuffle.partitions": "2",
-}
+from tests.support import spark_runs
+from tests.support.spark_runs import (
+    CLUSTER,
+    JAVA_OPTS,
+    LOCAL,
+    ROOT,
+    WAIT_SECS,
+    applied_tuples,
+    engine_run,
+    kill,
+    load_as_committer,
+    query,
+    run_host_local_until,
+    run_ok,
+    run_shared_runs,
+    run_spark,
+    runs_in_one_session,
+    spark_command,
+    start,
+    wait_for,
+)
+
+SPARK_CONF = {**spark_runs.SPARK_CONF, "spark.sql.shuffle.partitions": "2"}
 STREAM_FILES = 4  # one file per micro-batch (maxFilesPerTrigger 1)
 ROWS_PER_FILE = 50
 
@@ -196,46 +203,7 @@ def stream_topology(
 
 
 def table(db: Path) -> list[tuple[Any, ...]]:
-    try:
-        with sqlite3.connect(db) as conn:
-            return list(conn.execute("SELECT id, text, amount, at, words FROM rows ORDER BY id"))
-    except sqlite3.Error:
-        return []
-
-
-def applied(db: Path) -> list[tuple[int, int]]:
-    """(txid, tuples) per applied txid."""
-    try:
-        with sqlite3.connect(db) as conn:
-            return list(conn.execute("SELECT txid, tuples FROM audit ORDER BY txid"))
-    except sqlite3.Error:
-        return []
-
-
-def spark_command(topology: Path, checkpoint: Path, master: str, *args: str) -> list[str]:
-    conf = [f"-c{k}={v}" for k, v in SPARK_CONF.items()]
-    return [
-        sys.executable,
-        "-m",
-        "host.spark.command",
-        str(topology),
-        "--master",
-        master,
-        "--checkpoint",
-        str(checkpoint),
-        "--trigger",
-        "0.5",
-        *conf,
-        *args,
-    ]
-
-
-def wait_for(check: Callable[[], bool], proc: subprocess.Popen[str], what: str) -> None:
-    deadline = time.monotonic() + WAIT_SECS
-    while not check():
-        assert proc.poll() is None, f"exited early:\n{proc.communicate()[0][-5000:]}"
-        assert time.monotonic() < deadline, f"{what}: not in {WAIT_SECS}s"
-        time.sleep(0.1)
+    return query(db, "SELECT id, text, amount, at, words FROM rows ORDER BY id")
 
 
 # ---- the streaming input, as a command -------------------------------------------------------------
@@ -243,34 +211,19 @@ def wait_for(check: Callable[[], bool], proc: subprocess.Popen[str], what: str) 
 
 def test_streaming_input_on_spark_equals_the_input_and_host_local(tmp_path: Path) -> None:
     topology = stream_topology(tmp_path / "spark")
-    result = subprocess.run(
-        spark_command(topology, tmp_path / "checkpoint", LOCAL, "--max-batches", "4"),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=WAIT_SECS * 2,
-    )
-    out = result.stdout + result.stderr
-    assert result.returncode == 0, out[-5000:]
+    out = run_spark(topology, tmp_path / "checkpoint", LOCAL, "--max-batches", "4", conf=SPARK_CONF)
     assert "txid 4 committed (attempt 1" in out
     on_spark = table(tmp_path / "spark" / "out.db")
     # every row once, each value as the spout converts it; one micro-batch per input file
     assert on_spark == expected_stream_table()
-    assert applied(tmp_path / "spark" / "out.db") == [(t, ROWS_PER_FILE) for t in (1, 2, 3, 4)]
+    assert applied_tuples(tmp_path / "spark" / "out.db") == [
+        (t, ROWS_PER_FILE) for t in (1, 2, 3, 4)
+    ]
     # the same topology under `host local` (the spout runs its own Spark): the same table
     local = stream_topology(tmp_path / "local")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "host", "local", str(local), "--state-dir", str(tmp_path / "st")],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+    run_host_local_until(
+        local, tmp_path / "st", lambda: len(applied_tuples(tmp_path / "local" / "out.db")) >= 4
     )
-    try:
-        wait_for(lambda: len(applied(tmp_path / "local" / "out.db")) >= 4, proc, "host local")
-    finally:
-        proc.terminate()
-        proc.communicate(timeout=60)
     assert table(tmp_path / "local" / "out.db") == on_spark
 
 
@@ -282,41 +235,28 @@ def test_streaming_input_driver_killed_and_restarted_loses_nothing_and_repeats_n
     # the first run's committer dies before writing txid 3, on every attempt: the kill surely
     # lands with txids 1-2 committed and txid 3 read by Spark and never committed
     faulty = stream_topology(base, env={"FAULT": "before_write:3"})
-    first = subprocess.Popen(
-        spark_command(faulty, checkpoint, LOCAL, "--max-restarts", "100"),
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+    first = start(
+        spark_command(faulty, checkpoint, LOCAL, "--max-restarts", "100", conf=SPARK_CONF)
     )
     try:
         # txid 3's first attempt has begun (its attempt is stored before any tuple is read):
         # Spark having planned it (offsets/2) is not enough, the kill could land before that
         wait_for(
-            lambda: len(applied(db)) == 2 and _attempts(checkpoint, 3) >= 1,
+            lambda: len(applied_tuples(db)) == 2 and _attempts(checkpoint, 3) >= 1,
             first,
             "txids 1-2 committed, txid 3 attempted",
         )
     finally:
-        first.kill()  # SIGKILL: nothing cleaned up
-        first.communicate(timeout=60)
-    assert [t for t, _ in applied(db)] == [1, 2]
+        kill(first)  # SIGKILL: nothing cleaned up
+    assert [t for t, _ in applied_tuples(db)] == [1, 2]
     assert (checkpoint / "query" / "offsets" / "2").exists()  # Spark's batch 2 is txid 3
     assert 0 < len(table(db)) < STREAM_FILES * ROWS_PER_FILE
     healthy = stream_topology(base, write_input=False)  # the same files, the committer healthy
-    result = subprocess.run(
-        spark_command(healthy, checkpoint, LOCAL, "--max-batches", "2"),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=WAIT_SECS * 2,
-    )
-    out = result.stdout + result.stderr
-    assert result.returncode == 0, out[-5000:]
+    out = run_spark(healthy, checkpoint, LOCAL, "--max-batches", "2", conf=SPARK_CONF)
     # txid 3 is Spark's batch 2 again (its offsets from the query's checkpoint), a later attempt
     assert "txid 3 committed (attempt" in out and "txid 3 committed (attempt 1," not in out
     assert table(db) == expected_stream_table()
-    assert applied(db) == [(t, ROWS_PER_FILE) for t in (1, 2, 3, 4)]
+    assert applied_tuples(db) == [(t, ROWS_PER_FILE) for t in (1, 2, 3, 4)]
 
 
 def _attempts(checkpoint: Path, txid: int) -> int:
@@ -332,43 +272,18 @@ def _attempts(checkpoint: Path, txid: int) -> int:
 # ---- the DataFrame and directory inputs, one local-cluster session ----------------------------------
 
 
-def load_as_committer(path: str, config: dict[str, Any]) -> Any:
-    """The topology with `store` a committer (see the module's docstring)."""
-    from host.topology.files import load
-    from host.topology.model import COMMITTER
-
-    topology = load(path)
-    components = tuple(
-        dataclasses.replace(c, batch=COMMITTER) if c.id == "store" else c
-        for c in topology.components
-    )
-    return dataclasses.replace(
-        topology, components=components, config={**topology.config, **config}
-    )
-
-
 def shared_runs(spec_path: str, results_path: str) -> None:
-    """Script mode: every run of the spec in one SparkSession, one after the other."""
-    from components.spark_spout.session import start_session
-    from host.spark.engine import SparkEngine
-    from host.spark.plan import plan
-
-    spark = start_session({"spark.master": CLUSTER, **SPARK_CONF}, "spark-input-tests")
-    results = {}
-    try:
-        for run in json.loads(Path(spec_path).read_text()):
-            engine = SparkEngine(
-                plan(load_as_committer(run["topology"], run["config"])),
-                run["checkpoint"],
-                trigger_secs=0.5,
-                max_batches=run["max_batches"],
-                spark=spark,
-            )
-            engine.run()
-            results[run["name"]] = {"committed": engine.committed, "restarts": engine.restarts}
-    finally:
-        spark.stop()
-    Path(results_path).write_text(json.dumps(results))
+    """Script mode: every run of the spec in one SparkSession, one after the other, with `store`
+    a committer (see the module's docstring)."""
+    runs_in_one_session(
+        spec_path,
+        results_path,
+        {"spark.master": CLUSTER, **SPARK_CONF},
+        "spark-input-tests",
+        lambda run, spark: engine_run(
+            load_as_committer(run["topology"], run["config"]), run, spark
+        ),
+    )
 
 
 def write_directories(spark: Any, parent: Path) -> list[tuple[Any, ...]]:
@@ -408,28 +323,14 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     for run in runs:
         run["config"] = {"host.spark.batch.max.tuples": 450}
         run["checkpoint"] = str(Path(run["topology"]).parent / "checkpoint")
-    writer = subprocess.run(
+    run_ok(
         [sys.executable, __file__, "--write-directories", str(base / "directory" / "outputs")],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=WAIT_SECS,
+        WAIT_SECS,
     )
-    assert writer.returncode == 0, (writer.stdout + writer.stderr)[-5000:]
-    spec, results = base / "spec.json", base / "results.json"
-    spec.write_text(json.dumps(runs))
-    result = subprocess.run(
-        [sys.executable, __file__, "--shared-runs", str(spec), str(results)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=WAIT_SECS * 4,
-    )
-    out = result.stdout + result.stderr
-    assert result.returncode == 0, out[-5000:]
+    results, _ = run_shared_runs(__file__, runs, base)
     return {
         "base": base,
-        "results": json.loads(results.read_text()),
+        "results": results,
         "directory_rows": json.loads((base / "directory" / "outputs.json").read_text()),
         "runs": {r["name"]: r for r in runs},
     }
@@ -438,7 +339,7 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def test_dataframe_input_in_micro_batches_of_staged_files(shared: dict[str, Any]) -> None:
     base = shared["base"] / "dataframe"
     assert shared["results"]["dataframe"] == {"committed": 3, "restarts": 0}
-    assert applied(base / "out.db") == [(1, 400), (2, 400), (3, 200)]
+    assert applied_tuples(base / "out.db") == [(1, 400), (2, 400), (3, 200)]
     expected = [
         (
             i,
@@ -457,7 +358,7 @@ def test_dataframe_input_in_micro_batches_of_staged_files(shared: dict[str, Any]
 def test_directory_input_one_micro_batch_per_output_directory(shared: dict[str, Any]) -> None:
     base = shared["base"] / "directory"
     assert shared["results"]["directory"] == {"committed": 3, "restarts": 0}
-    assert applied(base / "out.db") == [(1, 100), (2, 100), (3, 100)]
+    assert applied_tuples(base / "out.db") == [(1, 100), (2, 100), (3, 100)]
     assert table(base / "out.db") == [tuple(r) for r in shared["directory_rows"]]
     assert next_offset(shared["runs"]["directory"], 3) == {"txid": 3}
 

@@ -17,15 +17,11 @@ partition, 40 per micro-batch, i.e. micro-batches of 40, 40 and 20 per partition
 from __future__ import annotations
 
 import collections
-import dataclasses
 import itertools
 import json
 import os
-import sqlite3
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,18 +31,20 @@ import yaml
 from components.kafka_spout.translate import translator
 from tests.support import kafka_broker as broker
 from tests.support.kafka_broker import committed, create_topic, produce, read_topic
+from tests.support.spark_runs import (
+    LOCAL,
+    SPARK_CONF,
+    WAIT_SECS,
+    drive_main,
+    kill,
+    load_as_committer,
+    query,
+    start_driver,
+    wait_for,
+)
 
 kafka_broker = broker.kafka_broker  # the session's broker fixture
 
-ROOT = Path(__file__).resolve().parents[2]
-LOCAL = "local[2]"
-WAIT_SECS = 240  # generous: other test runs share the two cores
-JAVA_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-SPARK_CONF = {
-    "spark.ui.enabled": "false",
-    "spark.executor.extraJavaOptions": JAVA_OPTS,
-    "spark.driver.extraJavaOptions": JAVA_OPTS,
-}
 PARTITIONS, RECORDS, BATCH = 3, 300, 40  # 100 records a partition: 3 micro-batches
 BATCHES = 3
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta"]
@@ -135,16 +133,9 @@ def drive(spec: dict[str, Any]) -> dict[str, Any]:
     """One engine run of spec["topology"], `store` made a committer, until max_batches."""
     from host.spark.engine import SparkEngine
     from host.spark.plan import plan
-    from host.topology.files import load
-    from host.topology.model import COMMITTER
 
-    topology = load(spec["topology"])
-    components = tuple(
-        dataclasses.replace(c, batch=COMMITTER) if c.id == "store" else c
-        for c in topology.components
-    )
     engine = SparkEngine(
-        plan(dataclasses.replace(topology, components=components)),
+        plan(load_as_committer(spec["topology"], {})),
         spec["checkpoint"],
         master=LOCAL,
         trigger_secs=0.5,
@@ -157,46 +148,19 @@ def drive(spec: dict[str, Any]) -> dict[str, Any]:
     return {"committed": engine.committed, "restarts": engine.restarts}
 
 
-def start_driver(spec: dict[str, Any], path: Path) -> subprocess.Popen[str]:
-    path.write_text(json.dumps(spec))
-    return subprocess.Popen(
-        [sys.executable, __file__, "--drive", str(path)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-
-
 def finish(proc: subprocess.Popen[str]) -> str:
     out = proc.communicate(timeout=WAIT_SECS * 2)[0]
     assert proc.returncode == 0, out[-5000:]
     return out
 
 
-def wait_for(check: Callable[[], bool], proc: subprocess.Popen[str], what: str) -> None:
-    deadline = time.monotonic() + WAIT_SECS * 2
-    while not check():
-        assert proc.poll() is None, f"exited early:\n{proc.communicate()[0][-5000:]}"
-        assert time.monotonic() < deadline, f"{what}: not in {WAIT_SECS * 2}s"
-        time.sleep(0.2)
-
-
 # ---- what a run left ----------------------------------------------------------------------------------
 
 
-def query(db: Path, sql: str) -> list[tuple]:
-    if not db.exists():
-        return []
-    try:
-        with sqlite3.connect(db, timeout=10) as conn:
-            return conn.execute(sql).fetchall()
-    except sqlite3.OperationalError:  # the committer has not created its tables yet
-        return []
-
-
 def audit(db: Path) -> list[tuple[int, int, int]]:
-    return query(db, "SELECT txid, attempt, tuples FROM audit ORDER BY txid")
+    return [
+        (t, a, n) for t, a, n in query(db, "SELECT txid, attempt, tuples FROM audit ORDER BY txid")
+    ]
 
 
 def plain_spout_rows(bootstrap: str, topic: str, ends: dict[int, int]) -> list[tuple]:
@@ -242,7 +206,7 @@ def test_every_record_is_counted_once_and_offsets_commit_to_the_end(tmp_path, ka
         "checkpoint": str(base / "checkpoint"),
         "max_batches": BATCHES,
     }
-    out = finish(start_driver(spec, tmp_path / "spec.json"))
+    out = finish(start_driver(__file__, spec, tmp_path / "spec.json"))
     result = json.loads(out.strip().splitlines()[-1])
     assert result == {"committed": BATCHES, "restarts": 0}, out[-5000:]
     assert_exactly_once(base / "out.db", bs, topic, ends)
@@ -272,7 +236,7 @@ def test_a_driver_killed_mid_run_resumes_from_its_checkpoint(tmp_path, kafka_bro
     }
     # the first driver's committer dies in every attempt of txid 2: txid 1 commits, txid 2 is
     # read (its ranges stored) and never committed, however long the run goes on
-    first = start_driver(spec, tmp_path / "first.json")
+    first = start_driver(__file__, spec, tmp_path / "first.json")
     first_ends = {p: BATCH for p in ends}
     try:
         wait_for(
@@ -283,10 +247,11 @@ def test_a_driver_killed_mid_run_resumes_from_its_checkpoint(tmp_path, kafka_bro
             ),
             first,
             "txid 1 committed, txid 2 read and failing",
+            secs=WAIT_SECS * 2,
+            poll=0.2,
         )
     finally:
-        first.kill()  # SIGKILL: no clean-up at all
-        first.communicate(timeout=60)
+        kill(first)  # SIGKILL: no clean-up at all
     # the precondition: txid 1 stored and committed to Kafka, txid 2 read and not committed
     assert [a[0] for a in audit(db)] == [1]
     assert (state / "coordinator" / "currtx").read_text().strip() == "2"
@@ -298,7 +263,7 @@ def test_a_driver_killed_mid_run_resumes_from_its_checkpoint(tmp_path, kafka_bro
     ]
     # the second driver, without the fault, on the same checkpoint: txid 2 again, then txid 3
     make_topology(base, bs, topic)
-    second = start_driver({**spec, "max_batches": 2}, tmp_path / "second.json")
+    second = start_driver(__file__, {**spec, "max_batches": 2}, tmp_path / "second.json")
     out = finish(second)
     assert json.loads(out.strip().splitlines()[-1])["committed"] == 2, out[-5000:]
     assert_exactly_once(db, bs, topic, ends)
@@ -308,10 +273,4 @@ def test_a_driver_killed_mid_run_resumes_from_its_checkpoint(tmp_path, kafka_bro
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["--drive"]:
-    import logging
-
-    os.chdir(ROOT)
-    sys.path.insert(0, str(ROOT))
-    logging.basicConfig(stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
-    logging.getLogger("host").setLevel(logging.INFO)
-    print(json.dumps(drive(json.loads(Path(sys.argv[2]).read_text()))), flush=True)
+    drive_main(drive, sys.argv[2])

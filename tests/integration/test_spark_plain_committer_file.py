@@ -21,17 +21,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
-WAIT_SECS = 480  # generous: Spark's start-up on two busy shared cores
+from tests.support.spark_runs import ROOT, WAIT_SECS, applied_tuples, conf_args
+
 SENTENCES = 3_000
 MAX_TUPLES = 100  # sentences per micro-batch at most
 BATCHES = 3
-JAVA_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-SPARK_CONF = {
-    "spark.ui.enabled": "false",
-    "spark.executor.extraJavaOptions": JAVA_OPTS,
-    "spark.driver.extraJavaOptions": JAVA_OPTS,
-}
 
 pytestmark = pytest.mark.spark
 
@@ -143,12 +137,6 @@ def stored_words(db: Path) -> list[tuple[int, str]]:
         return [(int(i), w) for i, w in conn.execute("SELECT id, word FROM words")]
 
 
-def audited(db: Path) -> list[tuple[int, int]]:
-    """(txid, tuples) per committed txid."""
-    with sqlite3.connect(db) as conn:
-        return list(conn.execute("SELECT txid, tuples FROM audit ORDER BY txid"))
-
-
 def test_host_spark_runs_the_file_each_sentence_committed_once(tmp_path: Path) -> None:
     path = make_topology(tmp_path / "topology")
     db = tmp_path / "topology" / "out.db"
@@ -164,8 +152,8 @@ def test_host_spark_runs_the_file_each_sentence_committed_once(tmp_path: Path) -
         str(tmp_path / "checkpoint"),
         "--trigger",
         "0.5",
-        *(f"-c{k}={v}" for k, v in SPARK_CONF.items()),
-        timeout=WAIT_SECS,
+        *conf_args(),
+        timeout=WAIT_SECS * 2,  # generous: Spark's start-up on two busy shared cores
     )
     out = result.stdout + result.stderr
     assert result.returncode == 0, out[-5000:]
@@ -182,7 +170,7 @@ def test_host_spark_runs_the_file_each_sentence_committed_once(tmp_path: Path) -
         w for i in ids for w in sentence(i).split()
     )
     # one transaction per micro-batch, txids 1..3, holding every stored row
-    audit = audited(db)
+    audit = applied_tuples(db)
     assert [t for t, _ in audit] == list(range(1, BATCHES + 1))
     assert sum(n for _, n in audit) == len(rows)
 

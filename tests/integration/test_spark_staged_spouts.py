@@ -16,12 +16,10 @@ pystorm, lock-step) share one local-cluster session; the killed driver runs twic
 from __future__ import annotations
 
 import collections
-import dataclasses
 import json
 import os
 import signal
 import sqlite3
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -31,17 +29,24 @@ from typing import Any
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.spark_runs import (
+    CLUSTER,
+    LOCAL,
+    ROOT,
+    SPARK_CONF,
+    WAIT_SECS,
+    drive_main,
+    kill,
+    load_as_committer,
+    query,
+    run_shared_runs,
+    run_spark,
+    runs_in_one_session,
+    start_driver,
+    wait_for,
+)
+
 PYSTORM_SPOUT = ROOT / "tests" / "integration" / "components" / "pystorm" / "ledger_spout.py"
-CLUSTER = "local-cluster[2,1,1024]"
-LOCAL = "local[2]"
-WAIT_SECS = 240  # generous: other test runs share the two cores
-JAVA_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-SPARK_CONF = {
-    "spark.ui.enabled": "false",
-    "spark.executor.extraJavaOptions": JAVA_OPTS,
-    "spark.driver.extraJavaOptions": JAVA_OPTS,
-}
 
 pytestmark = pytest.mark.spark
 
@@ -213,27 +218,16 @@ def make_topology(base: Path, spout: str, *, limit: int, env: dict[str, str] | N
     return path
 
 
-def load_as_committer(path: str, max_tuples: int) -> Any:
-    """The topology with `store` a committer (see the module's docstring) and a batch size."""
-    from host.topology.files import load
-    from host.topology.model import COMMITTER
-
-    topology = load(path)
-    components = tuple(
-        dataclasses.replace(c, batch=COMMITTER) if c.id == "store" else c
-        for c in topology.components
-    )
-    config = {**topology.config, "host.spark.batch.max.tuples": max_tuples}
-    return dataclasses.replace(topology, components=components, config=config)
-
-
 def drive(spec: dict[str, Any], spark: Any = None) -> dict[str, Any]:
     """One engine run (script mode): the topology of spec["topology"] until max_batches."""
     from host.spark.engine import SparkEngine
     from host.spark.plan import plan
 
     engine = SparkEngine(
-        plan(load_as_committer(spec["topology"], spec["max_tuples"])),
+        # `store` a committer (see the module's docstring), and the batch size
+        plan(
+            load_as_committer(spec["topology"], {"host.spark.batch.max.tuples": spec["max_tuples"]})
+        ),
         spec["checkpoint"],
         master=spec.get("master"),
         trigger_secs=0.5,
@@ -261,11 +255,7 @@ def drive(spec: dict[str, Any], spark: Any = None) -> dict[str, Any]:
 
 def committed_ids(db: Path) -> list[tuple[int, int]]:
     """(id, txid) rows, as stored."""
-    try:
-        with sqlite3.connect(db) as conn:
-            return list(conn.execute("SELECT id, txid FROM ids"))
-    except sqlite3.Error:
-        return []
+    return [(i, t) for i, t in query(db, "SELECT id, txid FROM ids")]
 
 
 def word_counts(db: Path) -> dict[str, int]:
@@ -336,31 +326,18 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                 "max_tuples": 300,
             }
         )
-    spec, results = base / "spec.json", base / "results.json"
-    spec.write_text(json.dumps(runs))
-    result = subprocess.run(
-        [sys.executable, __file__, "--shared-runs", str(spec), str(results)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=WAIT_SECS * 4,
-    )
-    out = result.stdout + result.stderr
-    assert result.returncode == 0, out[-5000:]
-    return {"base": base, "results": json.loads(results.read_text()), "out": out}
+    results, out = run_shared_runs(__file__, runs, base)
+    return {"base": base, "results": results, "out": out}
 
 
 def shared_runs(spec_path: str, results_path: str) -> None:
-    from components.spark_spout.session import start_session
-
-    spark = start_session({"spark.master": CLUSTER, **SPARK_CONF}, "staged-spout-tests")
-    results = {}
-    try:
-        for run in json.loads(Path(spec_path).read_text()):
-            results[run["name"]] = drive(run, spark)
-    finally:
-        spark.stop()
-    Path(results_path).write_text(json.dumps(results))
+    runs_in_one_session(
+        spec_path,
+        results_path,
+        {"spark.master": CLUSTER, **SPARK_CONF},
+        "staged-spout-tests",
+        drive,
+    )
 
 
 @pytest.mark.parametrize("spout", ["python", "pystorm"])
@@ -422,25 +399,6 @@ def topology_task(topology: Any) -> int:
 # ---- the driver killed between staging and commit ------------------------------------------------
 
 
-def start_driver(spec: dict[str, Any], path: Path) -> subprocess.Popen[str]:
-    path.write_text(json.dumps(spec))
-    return subprocess.Popen(
-        [sys.executable, __file__, "--drive", str(path)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-
-
-def wait_for(check: Callable[[], bool], proc: subprocess.Popen[str], what: str) -> None:
-    deadline = time.monotonic() + WAIT_SECS
-    while not check():
-        assert proc.poll() is None, f"exited early:\n{proc.communicate()[0][-5000:]}"
-        assert time.monotonic() < deadline, f"{what}: not in {WAIT_SECS}s"
-        time.sleep(0.1)
-
-
 def test_driver_killed_after_staging_replays_the_staged_batch(tmp_path: Path) -> None:
     limit, max_tuples = 1_000, 200
     base = tmp_path / "kill"
@@ -455,7 +413,7 @@ def test_driver_killed_after_staging_replays_the_staged_batch(tmp_path: Path) ->
         "max_tuples": max_tuples,
         "max_restarts": 1000,
     }
-    first = start_driver(spec, tmp_path / "first.json")
+    first = start_driver(__file__, spec, tmp_path / "first.json")
     crashes = Path(str(db) + ".crashes")
     try:
         wait_for(
@@ -468,8 +426,7 @@ def test_driver_killed_after_staging_replays_the_staged_batch(tmp_path: Path) ->
             "txid 1 committed and acked, txid 2 staged and failing",
         )
     finally:
-        first.kill()  # SIGKILL: no clean-up, no fails, no deactivate
-        first.communicate(timeout=60)
+        kill(first)  # SIGKILL: no clean-up, no fails, no deactivate
     assert audit(db) == [1]
     staged_2 = staged_rows_ids(checkpoint, 2)
     assert 0 < len(staged_2) <= max_tuples
@@ -477,7 +434,7 @@ def test_driver_killed_after_staging_replays_the_staged_batch(tmp_path: Path) ->
     # the restart: txid 2 comes from the staging, and the spout's own replay of those ids (it
     # never saw them acked) is not staged twice
     make_topology(base, "python", limit=limit)  # the committer without its fault
-    second = start_driver(spec, tmp_path / "second.json")
+    second = start_driver(__file__, spec, tmp_path / "second.json")
     try:
         wait_for(lambda: len(committed_ids(db)) >= limit, second, "every sentence committed")
     finally:
@@ -502,30 +459,13 @@ def test_the_wordcount_example_runs_on_spark(tmp_path: Path) -> None:
     """examples/wordcount (a Python spout, bash split, Node count, Python report; no
     `transactional:`) runs on Spark: its spout staged in the driver, each micro-batch a
     transaction."""
-    conf = [f"-c{k}={v}" for k, v in SPARK_CONF.items()]
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "host.spark.command",
-            "examples/wordcount/topology.yaml",
-            "--master",
-            LOCAL,
-            "--checkpoint",
-            str(tmp_path / "checkpoint"),
-            "--trigger",
-            "0.5",
-            "--max-batches",
-            "2",
-            *conf,
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=WAIT_SECS * 2,
+    out = run_spark(
+        Path("examples/wordcount/topology.yaml"),
+        tmp_path / "checkpoint",
+        LOCAL,
+        "--max-batches",
+        "2",
     )
-    out = result.stdout + result.stderr
-    assert result.returncode == 0, out[-5000:]
     assert "txid 2 committed" in out
     assert "stopped: 2 micro-batch(es) committed" in out
 
@@ -571,10 +511,4 @@ if __name__ == "__main__" and sys.argv[1:2] == ["--shared-runs"]:
     sys.path.insert(0, str(ROOT))
     shared_runs(sys.argv[2], sys.argv[3])
 elif __name__ == "__main__" and sys.argv[1:2] == ["--drive"]:
-    import logging
-
-    os.chdir(ROOT)
-    sys.path.insert(0, str(ROOT))
-    logging.basicConfig(stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
-    logging.getLogger("host").setLevel(logging.INFO)
-    print(json.dumps(drive(json.loads(Path(sys.argv[2]).read_text()))), flush=True)
+    drive_main(drive, sys.argv[2])

@@ -6,11 +6,9 @@ with a fake /proc is tests/unit/test_task_priority.py)."""
 from __future__ import annotations
 
 import os
-import signal
 
-from host.runtime.lifecycle import State
 from host.runtime.supervisor import Supervisor
-from tests.support.small_topology import spout_and_bolts, step_until
+from tests.support.small_topology import kill_and_restart, spout_and_bolts, step_until
 
 AUTOGROUPS = os.path.exists("/proc/self/autogroup")
 
@@ -55,19 +53,7 @@ def test_tasks_run_at_the_niceness_asked_for_and_the_host_keeps_its_own(tmp_path
                 assert _group_nice(pid) == 19
         assert os.nice(0) == host_nice
         # a restarted task starts at the same niceness
-        victim = next(t for t in sup.tasks.values() if t.link.cid == "pass")
-        old = victim.child.pid  # type: ignore[union-attr]
-        os.kill(old, signal.SIGKILL)
-        step_until(
-            sup,
-            lambda: (
-                victim.state is State.RUNNING
-                and victim.child is not None
-                and victim.child.pid != old
-                and sup.priority.pending == 0
-            ),
-        )
-        new = victim.child.pid  # type: ignore[union-attr]
+        new = kill_and_restart(sup, "pass")
         assert _nice(new) == 19
         if AUTOGROUPS:
             assert _group_nice(new) == 19
