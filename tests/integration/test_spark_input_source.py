@@ -6,9 +6,10 @@ Every topology here is the spout -> a Python bolt (`tag`: the row plus its word 
 SQLite committer (insert mode, with its audit table: one row per applied txid). The streaming
 topology is a valid transactional topology (`spark.spout.transactional: true`), so it runs as a
 command and under `host local` too. The DataFrame and directory inputs are plain spouts under
-`host local`, and validation lets `batch: committer` only into a topology with a batch spout, so
-the driver (this file run as a script) loads them and makes `store` a committer itself, as
-tests/integration/test_spark_staged_spouts.py does.
+`host local`; a topology file may put a committer after them only for `host spark`
+(host/topology/targets.py): the DataFrame input's kill-and-restart test runs such a file as a
+command, and the shared local-cluster session loads its topologies and makes `store` a committer
+itself (`load_as_committer`).
 
 Spark start-ups are the cost (10-40 s each on two busy cores): the DataFrame and directory runs
 share one local-cluster session (executors in other JVMs, so the source's reads and the stages
@@ -135,8 +136,12 @@ def make_topology(
     *,
     config: dict[str, Any] | None = None,
     transactional: bool = False,
+    committer: bool = False,
     env: dict[str, str] | None = None,
 ) -> Path:
+    """The topology file under `base`: `transactional`, the transactional Spark spout and its
+    committer (valid for `host local` too); `committer` alone, `store` a committer after the
+    plain Spark spout (valid for `host spark` only: host/topology/targets.py)."""
     base.mkdir(parents=True, exist_ok=True)
     (base / "jobs.py").write_text(JOBS)
     (base / "tag.py").write_text(TAG)
@@ -161,6 +166,8 @@ def make_topology(
         doc["transactional"] = {"id": name}
         spout["batch"] = "spout"
         spout["config"]["spark.spout.transactional"] = True
+        store["batch"] = "committer"
+    if committer:
         store["batch"] = "committer"
     doc["spouts"] = {"rows": spout}
     doc["bolts"] = {
@@ -340,17 +347,7 @@ def test_dataframe_input_in_micro_batches_of_staged_files(shared: dict[str, Any]
     base = shared["base"] / "dataframe"
     assert shared["results"]["dataframe"] == {"committed": 3, "restarts": 0}
     assert applied_tuples(base / "out.db") == [(1, 400), (2, 400), (3, 200)]
-    expected = [
-        (
-            i,
-            f"row {i} of {i % 7}",
-            f"{i / 4:.2f}",
-            f"2024-05-01T12:{i // 60:02d}:{i % 60:02d}+00:00",
-            4,
-        )
-        for i in range(1000)
-    ]
-    assert table(base / "out.db") == expected
+    assert table(base / "out.db") == expected_frame_table(1000)
     # then nothing more: the next offset is the last one
     assert next_offset(shared["runs"]["dataframe"], 3) == {"txid": 3}
 
@@ -361,6 +358,74 @@ def test_directory_input_one_micro_batch_per_output_directory(shared: dict[str, 
     assert applied_tuples(base / "out.db") == [(1, 100), (2, 100), (3, 100)]
     assert table(base / "out.db") == [tuple(r) for r in shared["directory_rows"]]
     assert next_offset(shared["runs"]["directory"], 3) == {"txid": 3}
+
+
+def expected_frame_table(n: int) -> list[tuple[Any, ...]]:
+    """The stored rows of `jobs:numbers` with `n` rows, computed without Spark."""
+    return [
+        (
+            i,
+            f"row {i} of {i % 7}",
+            f"{i / 4:.2f}",
+            f"2024-05-01T12:{i // 60:02d}:{i % 60:02d}+00:00",
+            4,
+        )
+        for i in range(n)
+    ]
+
+
+def test_dataframe_input_driver_killed_and_restarted_replays_the_stored_files(
+    tmp_path: Path,
+) -> None:
+    """The DataFrame input as a command (`store` a committer after the plain Spark spout), its
+    driver SIGKILLed while txid 2 fails in the committer: the restart reads txid 2's stored files
+    again (not the next ones), then txid 3, and every row is stored once."""
+    base = tmp_path / "frame"
+    db, checkpoint = base / "out.db", tmp_path / "checkpoint"
+
+    def frame_topology(env: dict[str, str] | None = None) -> Path:
+        return make_topology(
+            base,
+            "spark-input-frame-kill",
+            {"spark.spout.source": "dataframe", "spark.spout.job": "jobs:numbers"},
+            # 5 staged files of 200 rows, at most 450 rows per micro-batch: files 1-2, 3-4, 5
+            config={"test.rows": 1000, "test.partitions": 5, "host.spark.batch.max.tuples": 450},
+            committer=True,
+            env=env,
+        )
+
+    first = start(
+        spark_command(
+            frame_topology({"FAULT": "before_write:2"}),
+            checkpoint,
+            LOCAL,
+            "--max-restarts",
+            "100",
+            conf=SPARK_CONF,
+        )
+    )
+    try:
+        wait_for(
+            lambda: [t for t, _ in applied_tuples(db)] == [1] and _attempts(checkpoint, 2) >= 1,
+            first,
+            "txid 1 committed, txid 2 attempted",
+        )
+    finally:
+        kill(first)  # SIGKILL: nothing cleaned up
+    # the precondition: txid 1 (files 1-2) stored, txid 2 read from its stored files, not stored
+    assert applied_tuples(db) == [(1, 400)]
+    assert table(db) == expected_frame_table(400)
+    stored = json.loads((checkpoint / "batches" / "coordinator" / "meta" / "2.json").read_text())
+    files_2 = stored["meta"]["files"]
+    assert len(files_2) == 2
+    out = run_spark(frame_topology(), checkpoint, LOCAL, "--max-batches", "2", conf=SPARK_CONF)
+    assert "txid 2 committed (attempt" in out and "txid 2 committed (attempt 1," not in out
+    # txid 2 read its stored files again: 400 rows, and txid 3 (the last metadata kept once it
+    # committed) holds the one file after them
+    assert applied_tuples(db) == [(1, 400), (2, 400), (3, 200)]
+    last = json.loads((checkpoint / "batches" / "coordinator" / "meta" / "3.json").read_text())
+    assert len(last["meta"]["files"]) == 1 and not set(last["meta"]["files"]) & set(files_2)
+    assert table(db) == expected_frame_table(1000)
 
 
 def next_offset(run: dict[str, Any], txid: int) -> dict[str, int]:
