@@ -251,7 +251,9 @@ def _check_columns(names: list[str], fields: Sequence[str], path: str, allow_mis
         )
 
 
-def _batches(segment: Segment, fields: list[str], batch_rows: int) -> Iterator[pa.RecordBatch]:
+def record_batches(
+    segment: Segment, fields: list[str], batch_rows: int
+) -> Iterator[pa.RecordBatch]:
     if segment.table is not None:
         yield from segment.table.to_batches(max_chunksize=batch_rows)
         return
@@ -303,7 +305,7 @@ def feed(handoff: Handoff, segment: Segment, converter: RowConverter, batch_rows
         handoff.put(Chunk(segment, 0, []))
         return
     offset = 0
-    for batch in _batches(segment, converter.fields, batch_rows):
+    for batch in record_batches(segment, converter.fields, batch_rows):
         if batch.num_rows == 0:
             continue
         rows = converter.rows(batch)

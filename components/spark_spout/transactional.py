@@ -42,7 +42,7 @@ from .checkpoint import Checkpoint
 from .commit_gate import CommitGate, StagedBatch
 from .config import ConfigError, SpoutConfig, from_conf
 from .convert import RowConverter
-from .segments import Fatal, Handoff, Segment, _batches, filesystem, listing, staged
+from .segments import Fatal, Handoff, Segment, filesystem, listing, record_batches, staged
 from .transactional_source import TransactionalStreamingSource
 
 # what the plain spout's process keeps when it becomes this one (the handshake's results and the
@@ -185,7 +185,7 @@ class TransactionalSparkSpout(TransactionalSpout):
         fs, path = filesystem(batch.staging)
         files = [f"{path}/{entry['name']}" for entry in manifest["files"]]
         segment = Segment(f"batch-{batch.spark_batch_id}", int(manifest["rows"]), files, fs)
-        for record_batch in _batches(segment, self.converter.fields, self.cfg.batch_rows):
+        for record_batch in record_batches(segment, self.converter.fields, self.cfg.batch_rows):
             if record_batch.num_rows:
                 yield self.converter.rows(record_batch)
 

@@ -48,13 +48,13 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from components.spark_spout.convert import RowConverter
 from components.spark_spout.segments import (
     SUCCESS,
-    _batches,
     exists,
     filesystem,
     format_of,
     listing,
     open_segment,
     part_files,
+    record_batches,
     stage,
     staged,
 )
@@ -94,7 +94,7 @@ def read_files(spec: InputSpec, meta: dict[str, Any], files: Sequence[str]) -> I
             segment = open_segment(path, fs, [local], "parquet", c)
         else:
             segment = open_segment(path, fs, [local], format_of(local, c.format), c)
-        for batch in _batches(segment, converter.fields, c.batch_rows):
+        for batch in record_batches(segment, converter.fields, c.batch_rows):
             for values in converter.rows(batch):
                 yield (0, spec.task, DEFAULT_STREAM, dumps(values, separators=(",", ":")), None)
 
