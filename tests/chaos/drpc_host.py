@@ -22,6 +22,7 @@ from .harness import HostProcess
 
 DRPC_LINE = re.compile(r"DRPC server listening on http://([\d.]+):(\d+) ")
 UI_LINE = re.compile(r"web UI: (http://[\d.]+:\d+)/?")
+HIT_WAIT_SECS = 10.0  # the certain hit's wait for tuples in flight at the stopped bolt
 
 
 class DrpcHost:
@@ -129,17 +130,23 @@ class Kill:
 class BoltKiller:
     """SIGKILLs one running process of the bolt every `every` seconds (uniformly random in the
     range, from the seeded `rng`, as is the choice of process) until stopped; the host restarts
-    them. A process is killed once: a pid it killed is not chosen again."""
+    them. A process is killed once: a pid it killed is not chosen again.
+
+    The first kill is certain to hit requests (`_certain_hit`): whether a random kill lands while
+    a bash bolt holds a request depends on the machine's speed and load (33 random kills once hit
+    none), and the test must see that path taken."""
 
     host: DrpcHost
     script: str
     rng: random.Random
+    component: str  # the bolt's component id, for its tuples in flight in the snapshot
     every: tuple[float, float] = (0.1, 0.5)
     kills: list[Kill] = field(default_factory=list)
 
     async def run(self, stop: asyncio.Event) -> None:
         start = time.monotonic()
         killed: set[int] = set()
+        await self._certain_hit(start, killed)
         while True:
             try:
                 await asyncio.wait_for(stop.wait(), self.rng.uniform(*self.every))
@@ -156,3 +163,30 @@ class BoltKiller:
                 continue
             killed.add(pid)
             self.kills.append(Kill(round(time.monotonic() - start, 2), pid))
+
+    async def _certain_hit(self, start: float, killed: set[int]) -> None:
+        """Stop every process of the bolt (SIGSTOP), so that what the host writes to them stays
+        in flight; once a snapshot taken after the stop shows tuples in flight at the bolt,
+        SIGKILL them all (a stopped process dies at once): the requests they held must fail.
+        Gives up (and lets them go on) after HIT_WAIT_SECS without seeing any."""
+        pids = self.host.bolt_pids(self.script)
+        for pid in pids:
+            os.kill(pid, signal.SIGSTOP)
+        first = await asyncio.to_thread(self.host.snapshot)
+        after = first["topology"]["uptime_s"] if first else -1.0
+        deadline = time.monotonic() + HIT_WAIT_SECS
+        while time.monotonic() < deadline:
+            snap = await asyncio.to_thread(self.host.snapshot)
+            if (
+                snap is not None
+                and snap["topology"]["uptime_s"] > after
+                and snap["components"][self.component]["in_flight"] > 0
+            ):
+                for pid in pids:
+                    os.kill(pid, signal.SIGKILL)
+                    killed.add(pid)
+                    self.kills.append(Kill(round(time.monotonic() - start, 2), pid))
+                return
+            await asyncio.sleep(0.05)
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)

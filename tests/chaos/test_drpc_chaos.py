@@ -81,7 +81,7 @@ async def chaos_then_calm(
 ) -> tuple[list[Outcome], list[str], int, float]:
     """The chaos phase: `n` requests at RATE with the killer running until the last is sent;
     returns once every one of them is answered (or given up on as hung)."""
-    killer = BoltKiller(host, SCRIPT, rng, every=KILL_EVERY)
+    killer = BoltKiller(host, SCRIPT, rng, BOLT, every=KILL_EVERY)
     stop = asyncio.Event()
     kill_task = asyncio.create_task(killer.run(stop))
     start = time.monotonic()
