@@ -428,6 +428,77 @@ def test_dataframe_input_driver_killed_and_restarted_replays_the_stored_files(
     assert table(db) == expected_frame_table(1000)
 
 
+def write_parquet_directory(path: Path, first: int, n: int, label: str) -> list[tuple[Any, ...]]:
+    """One complete output directory as a Spark job leaves it (a part file, then `_SUCCESS`),
+    written with pyarrow: no Spark start for a test's input. The rows it holds, as stored."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    ids = list(range(first, first + n))
+    texts = [f"{label} row {i}" for i in ids]
+    nulls = pa.array([None] * n, pa.string())
+    path.mkdir(parents=True)
+    pq.write_table(
+        pa.table({"id": pa.array(ids, pa.int64()), "text": texts, "amount": nulls, "at": nulls}),
+        path / "part-00000.parquet",
+    )
+    (path / "_SUCCESS").write_text("")
+    return [(i, t, None, None, len(t.split())) for i, t in zip(ids, texts, strict=True)]
+
+
+def test_directory_input_driver_killed_and_restarted_replays_the_stored_directory(
+    tmp_path: Path,
+) -> None:
+    """The directory input as a command (`store` a committer after the plain Spark spout), its
+    driver SIGKILLed while txid 2 (the second output directory) fails in the committer; a new
+    output directory arrives while it is down. The restart reads txid 2's stored directory again
+    (not the new one), then the others in name order, and every row is stored once."""
+    base = tmp_path / "dirs"
+    db, checkpoint, outputs = base / "out.db", tmp_path / "checkpoint", base / "outputs"
+    rows = [
+        write_parquet_directory(outputs / f"out-{n:02d}", n * 100, 100, f"d{n}") for n in (0, 1, 2)
+    ]
+
+    def dirs_topology(env: dict[str, str] | None = None) -> Path:
+        return make_topology(
+            base,
+            "spark-input-dirs-kill",
+            {"spark.spout.source": "directory", "spark.spout.path": "outputs"},
+            committer=True,
+            env=env,
+        )
+
+    first = start(
+        spark_command(
+            dirs_topology({"FAULT": "before_write:2"}),
+            checkpoint,
+            LOCAL,
+            "--max-restarts",
+            "100",
+            conf=SPARK_CONF,
+        )
+    )
+    try:
+        wait_for(
+            lambda: [t for t, _ in applied_tuples(db)] == [1] and _attempts(checkpoint, 2) >= 1,
+            first,
+            "txid 1 committed, txid 2 attempted",
+        )
+    finally:
+        kill(first)  # SIGKILL: nothing cleaned up
+    # the precondition: txid 1 (out-00) stored, txid 2 read from out-01's files, not stored
+    assert applied_tuples(db) == [(1, 100)]
+    assert table(db) == rows[0]
+    stored = json.loads((checkpoint / "batches" / "coordinator" / "meta" / "2.json").read_text())
+    assert stored["meta"]["name"] == "out-01" and len(stored["meta"]["files"]) == 1
+    # while the driver is down, a new output directory that sorts before none of the others
+    rows.append(write_parquet_directory(outputs / "out-03", 300, 100, "d3"))
+    out = run_spark(dirs_topology(), checkpoint, LOCAL, "--max-batches", "3", conf=SPARK_CONF)
+    assert "txid 2 committed (attempt" in out and "txid 2 committed (attempt 1," not in out
+    assert applied_tuples(db) == [(1, 100), (2, 100), (3, 100), (4, 100)]
+    assert table(db) == [r for directory in rows for r in directory]
+
+
 def next_offset(run: dict[str, Any], txid: int) -> dict[str, int]:
     """The source's answer after `txid`, asked in this process (no Spark: the reader is a plain
     object over the state directory)."""
