@@ -51,6 +51,10 @@ MAX_BEATS = 64  # heartbeats written and not yet answered that are remembered
 
 
 class BoltLink(Link):
+    # `DataPath.send_copies` does `offer`'s first case itself; False on a link whose `offer` is
+    # wrapped (host/runtime/debug_log.py)
+    inline_offer = True
+
     def __init__(
         self,
         path: DataPath,

@@ -96,14 +96,28 @@ class DataPath:
         return _NO_TARGETS
 
     def bolt_emit(self, link: BoltLink, m: Emit) -> None:
-        """An emit by a bolt, anchored to tuples it has in flight (or to none)."""
-        targets = self.targets(link, m)
+        """An emit by a bolt, anchored to tuples it has in flight (or to none). The usual case
+        (a known stream, one anchor written by the host) is inlined: this runs once per emit."""
+        choose = link.routes.get(m.stream) if m.task is None else None
+        if choose is None:
+            targets = self.targets(link, m)
+        else:
+            try:
+                targets = choose(m.values)
+            except RoutingError:
+                targets = self.targets(link, m)  # says what is wrong, or routes it nowhere
         anchors = m.anchors
         parent = None
         if not anchors:
             roots: tuple = ()
         elif len(anchors) == 1:
-            parent = link.in_flight_entry(anchors[0], m)
+            anchor = anchors[0]
+            try:
+                parent = link.in_flight.get(int(anchor)) if type(anchor) is str else None
+            except ValueError:
+                parent = None
+            if parent is None:  # not an id in flight: the slow path says why, or forgives
+                parent = link.in_flight_entry(anchor, m)
             roots = parent[0]
         else:
             union: set = set()
@@ -145,6 +159,7 @@ class DataPath:
         those ids. Values are serialized once per serializer the targets speak."""
         links = self.links
         offset = ID_OFFSET
+        now, dirty = self.now, self.dirty
         xor = 0
         ser = None
         prefix = values = b""
@@ -170,7 +185,21 @@ class DataPath:
                 tuple_frame = ser.tuple_frame
             tid = getrandbits(64) - offset or 1  # acker.new_id(), inlined: once per routed tuple
             xor ^= tid
-            b.offer(tid, roots, tuple_frame(prefix, values, tid))
+            frame = tuple_frame(prefix, values, tid)
+            if (
+                b.inline_offer
+                and b.running
+                and not b.backlog
+                and len(b.in_flight) < b.max_in_flight
+            ):
+                # BoltLink.offer's first case, inlined: once per routed tuple
+                b.in_flight[tid] = [roots, 0, now]
+                b.out.append(frame)
+                dirty.add(b)
+                if b.busy_since is None:
+                    b.busy_since = now
+            else:
+                b.offer(tid, roots, frame)
         link.stats.transferred += len(targets)
         return xor
 

@@ -156,4 +156,5 @@ def _bolt(link: BoltLink) -> None:
             handle((m,))  # one at a time: the lines of its emits come in the order written
 
     link.offer = offered  # type: ignore[method-assign]
+    link.inline_offer = False  # every tuple through `offered`, not DataPath.send_copies's shortcut
     link.handle = handled  # type: ignore[method-assign]

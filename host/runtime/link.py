@@ -52,6 +52,7 @@ class Fault(Exception):
 
 class Link:
     is_spout = False
+    inline_offer = False  # see BoltLink
 
     def __init__(
         self,

@@ -38,6 +38,8 @@ def test_a_million_ids_fit_in_a_java_long_and_both_signs_occur():
 class _Bolt:
     """A bolt link as `DataPath.send_copies` uses it, recording the ids it is offered."""
 
+    inline_offer = False  # every tuple through `offer`
+
     def __init__(self) -> None:
         self.ser = JsonSerializer()
         self.cid = "sink"
