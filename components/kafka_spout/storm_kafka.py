@@ -13,8 +13,9 @@ storm-kafka spout".
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaException, TopicPartition
@@ -27,6 +28,7 @@ from .spout import KAFKA_TIMEOUT_SECS, KafkaSpout, Partition, share
 from .translate import TranslateError
 from .zk_brokers import Address, BrokerLookupError, read_leaders
 from .zk_offsets import (
+    Start,
     ZkOffsetStore,
     offset_record,
     offsets_ensemble,
@@ -179,6 +181,106 @@ def _zk_client(connect: str, what: str) -> Any:
     return client
 
 
+class StormKafkaZooKeeper:
+    """The storm-kafka spout's two ZooKeeper sides, shared by the spout under `host local`
+    (StormKafkaSpout), its transactional form (storm_kafka_tx.py) and the Spark engine's driver
+    (host/spark/kafka_commits.py): the `ZkHosts` ensemble, where the brokers and partitions are,
+    and the offsets' ensemble (often the same), where each partition's node is."""
+
+    def __init__(self, sk: StormKafkaSettings, conf: Mapping[str, Any]) -> None:
+        self.sk = sk
+        self.brokers = _zk_client(sk.broker_zk, "ZkHosts, where the brokers are")
+        self.ensemble = offsets_ensemble(sk.zk_servers, sk.zk_port, conf, sk.broker_zk)
+        try:
+            self.offsets = (
+                self.brokers
+                if self.ensemble.connect == sk.broker_zk
+                else _zk_client(
+                    self.ensemble.connect, f"the offsets' ensemble: {self.ensemble.source}"
+                )
+            )
+        except BaseException:
+            self._stop(self.brokers)
+            raise
+        self.store = ZkOffsetStore(self.offsets, sk.base_path)
+        self.leaders: dict[int, Address] = {}  # as last read
+
+    def read_leaders(self) -> tuple[dict[int, Address], list[str]]:
+        """(partition -> its leader, why partitions were left out), as ZkHosts says now."""
+        leaders, left_out = read_leaders(self.brokers, self.sk.broker_zk_path, self.sk.topic)
+        self.leaders = leaders
+        return leaders, left_out
+
+    def bootstrap(self) -> str:
+        """The leaders as librdkafka's bootstrap servers."""
+        return ",".join(sorted({f"{h}:{p}" for h, p in self.leaders.values()}))
+
+    def where(self) -> str:
+        """Where the offsets and brokers are, for the start-up log line."""
+        sk = self.sk
+        return (
+            f"offsets in ZooKeeper {self.ensemble.connect} at {sk.base_path}/partition_N "
+            f"({self.ensemble.source}); brokers of topic {sk.topic!r} from {sk.broker_zk} "
+            f"{sk.broker_zk_path}: {self.bootstrap()}"
+        )
+
+    def start(
+        self, partition: int, storm_id: str, current: Callable[[], int | None]
+    ) -> tuple[Start, str | None]:
+        """Where `partition` starts (`start_offset`, storm-kafka's rule), and a warning when its
+        node holds something other than storm-kafka's JSON. `current`, the offset at
+        startOffsetTime, is asked only when maxOffsetBehind is set and an offset is stored."""
+        sk = self.sk
+        path, data = self.store.read(partition)
+        stored = parse_record(data)
+        warning = (
+            f"{path} is not storm-kafka's JSON: {data!r}"
+            if data is not None and stored is None
+            else None
+        )
+        limited = sk.max_offset_behind < LONG_MAX
+        start = start_offset(
+            stored,
+            storm_id=storm_id,
+            ignore_zk_offsets=sk.ignore_zk_offsets,
+            current=current() if stored and limited else None,
+            max_offset_behind=sk.max_offset_behind if limited else None,
+        )
+        return start, warning
+
+    def stored_offset(self, partition: int) -> int | None:
+        """The offset in `partition`'s node, whoever wrote it; None without one."""
+        stored = parse_record(self.store.read(partition)[1])
+        return None if stored is None else stored.offset
+
+    def write(
+        self, offsets: Mapping[tuple[str, int], int], storm_id: str, topology_name: Any
+    ) -> None:
+        """Each partition's node, as storm-kafka's PartitionManager.commit writes it, the leader
+        as last read. Raises kazoo's errors (the caller logs them and tries again later)."""
+        for (topic, partition), offset in offsets.items():
+            self.store.write(
+                partition,
+                offset_record(
+                    offset=offset,
+                    partition=partition,
+                    topic=topic,
+                    broker=self.leaders.get(partition, ("", 0)),
+                    storm_id=storm_id,
+                    topology_name=topology_name,
+                ),
+            )
+
+    def close(self) -> None:
+        for client in {id(c): c for c in (self.brokers, self.offsets)}.values():
+            self._stop(client)
+
+    @staticmethod
+    def _stop(client: Any) -> None:
+        client.stop()
+        client.close()
+
+
 class StormKafkaSpout(KafkaSpout):
     """KafkaSpout with partitions from ZooKeeper and offsets in ZooKeeper. It replaces three
     steps of spout.py: `_refresh` (which partitions exist), `_start_offsets` (where each starts)
@@ -190,45 +292,30 @@ class StormKafkaSpout(KafkaSpout):
         except ConfigError as exc:
             raise ConfigError(f"storm-kafka spout {self.component_id}: {exc}") from None
         sk = self.sk
-        self.brokers_zk = _zk_client(sk.broker_zk, "ZkHosts, where the brokers are")
+        self.zk = StormKafkaZooKeeper(sk, conf)
         leaders = self._leaders()
         if not leaders:
             raise BrokerLookupError(
                 f"no partition of topic {sk.topic!r} has a registered leader under "
                 f"{sk.broker_zk}{sk.broker_zk_path}"
             )
-        ensemble = offsets_ensemble(sk.zk_servers, sk.zk_port, conf, sk.broker_zk)
-        self.offsets_zk = (
-            self.brokers_zk
-            if ensemble.connect == sk.broker_zk
-            else _zk_client(ensemble.connect, f"the offsets' ensemble: {ensemble.source}")
-        )
-        self.store = ZkOffsetStore(self.offsets_zk, sk.base_path)
         self.topology_name = conf.get("topology.name")
-        bootstrap = ",".join(sorted({f"{h}:{p}" for h, p in leaders.values()}))
-        self.log(
-            f"storm-kafka spout {self.component_id}: offsets in ZooKeeper {ensemble.connect} "
-            f"at {sk.base_path}/partition_N ({ensemble.source}); brokers of topic "
-            f"{sk.topic!r} from {sk.broker_zk} {sk.broker_zk_path}: {bootstrap}"
-        )
+        self.log(f"storm-kafka spout {self.component_id}: {self.zk.where()}")
         spout_conf = {k: v for k, v in conf.items() if not k.startswith(SPOUT_PREFIX)}
-        super().initialize({**spout_conf, **sk.spout_conf(bootstrap)}, context)
+        super().initialize({**spout_conf, **sk.spout_conf(self.zk.bootstrap())}, context)
         self.translate = string_scheme
 
     def close(self) -> None:
         try:
             super().close()
         finally:
-            for client in {id(c): c for c in (self.brokers_zk, self.offsets_zk)}.values():
-                client.stop()
-                client.close()
+            self.zk.close()
 
     # ---- partitions -----------------------------------------------------------------------------
     def _leaders(self) -> dict[int, Address]:
-        leaders, left_out = read_leaders(self.brokers_zk, self.sk.broker_zk_path, self.sk.topic)
+        leaders, left_out = self.zk.read_leaders()
         for reason in left_out:
             self.log(f"storm-kafka spout: {self.sk.topic}: {reason}; left out for now", WARN)
-        self.leaders = leaders
         return leaders
 
     def _refresh(self) -> None:
@@ -247,21 +334,14 @@ class StormKafkaSpout(KafkaSpout):
 
     # ---- offsets in ZooKeeper -------------------------------------------------------------------
     def _start_offsets(self, added: list[Partition]) -> dict[Partition, int]:
-        sk = self.sk
-        logical = OFFSET_BEGINNING if sk.start_offset_time == EARLIEST_TIME else OFFSET_END
+        logical = OFFSET_BEGINNING if self.sk.start_offset_time == EARLIEST_TIME else OFFSET_END
         starts: dict[Partition, int] = {}
         for topic, partition in added:
-            path, data = self.store.read(partition)
-            stored = parse_record(data)
-            if data is not None and stored is None:
-                self.log(f"storm-kafka spout: {path} is not storm-kafka's JSON: {data!r}", WARN)
-            start = start_offset(
-                stored,
-                storm_id=self.storm_id,
-                ignore_zk_offsets=sk.ignore_zk_offsets,
-                current=self._current_offset(topic, partition) if stored else None,
-                max_offset_behind=sk.max_offset_behind if sk.max_offset_behind < LONG_MAX else None,
+            start, warning = self.zk.start(
+                partition, self.storm_id, partial(self._current_offset, topic, partition)
             )
+            if warning:
+                self.log(f"storm-kafka spout: {warning}", WARN)
             starts[(topic, partition)] = logical if start.offset is None else start.offset
             where = (
                 f"offset {start.offset}"
@@ -273,8 +353,6 @@ class StormKafkaSpout(KafkaSpout):
 
     def _current_offset(self, topic: str, partition: int) -> int | None:
         """The offset at startOffsetTime, for maxOffsetBehind (asked only when it is set)."""
-        if self.sk.max_offset_behind >= LONG_MAX:
-            return None
         try:
             low, high = self.consumer.get_watermark_offsets(
                 TopicPartition(topic, partition), timeout=KAFKA_TIMEOUT_SECS
@@ -288,18 +366,7 @@ class StormKafkaSpout(KafkaSpout):
         """Write each partition's offset to ZooKeeper as storm-kafka's PartitionManager.commit
         does; False (and a warning) if any write failed, to be tried again."""
         try:
-            for (topic, partition), offset in offsets.items():
-                self.store.write(
-                    partition,
-                    offset_record(
-                        offset=offset,
-                        partition=partition,
-                        topic=topic,
-                        broker=self.leaders.get(partition, ("", 0)),
-                        storm_id=self.storm_id,
-                        topology_name=self.topology_name,
-                    ),
-                )
+            self.zk.write(offsets, self.storm_id, self.topology_name)
         except Exception as exc:  # kazoo's errors: the ensemble is down or the session lost
             self.log(
                 f"storm-kafka spout: writing offsets to ZooKeeper failed, will retry: {exc}", WARN

@@ -38,8 +38,8 @@ from host.errors import HostError, TopologyError
 from host.spark import process_cache
 from host.spark.batch_spout_process import BatchSpoutProcess, close_spouts
 from host.spark.component_process import Tx
-from host.spark.kafka_commits import KafkaCommits
-from host.spark.kafka_source import as_transactional
+from host.spark.kafka_commits import offset_commits, topology_instance
+from host.spark.kafka_source import as_transactional, is_storm_kafka, with_topology_id
 from host.spark.plan import (
     DRIVER_SPOUT,
     KAFKA_SOURCE,
@@ -82,6 +82,19 @@ class EngineFailed(HostError):
 class StopRequested(Exception):
     """Raised in `foreachBatch` when a stop was asked for: the micro-batch is not recorded as
     done by Spark, so it runs again (same txid, next attempt) when the query starts again."""
+
+
+# py4j's Python side logs what a `foreachBatch` call raised, traceback and all, as an ERROR;
+# StopRequested is no error (seen under spark-submit, whose logging shows py4j's records)
+PY4J_LOGGER = "py4j.clientserver"
+
+
+class _QuietStopFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], StopRequested))
+
+
+_QUIET_STOP = _QuietStopFilter()
 
 
 # ---- what runs on Spark ----------------------------------------------------------------------------
@@ -154,11 +167,15 @@ class SparkEngine:
         echo: Callable[[str], None] = print,
     ) -> None:
         self.spout = check_supported(plan)
+        self.checkpoint = os.path.abspath(checkpoint)
         if self.spout.role == KAFKA_SOURCE:  # runs as the transactional Kafka spout (§4.7)
-            plan = make_plan(as_transactional(plan.topology, self.spout.id))
+            mapped = as_transactional(plan.topology, self.spout.id)
+            if is_storm_kafka(self.spout.component):  # its nodes name the checkpoint's instance
+                instance = topology_instance(self.checkpoint, mapped.name)
+                mapped = with_topology_id(mapped, self.spout.id, instance)
+            plan = make_plan(mapped)
             self.spout = check_supported(plan)
         self.plan = plan
-        self.checkpoint = os.path.abspath(checkpoint)
         self.state_root = os.path.join(self.checkpoint, STATE_SUBDIR)
         self.query_dir = os.path.join(self.checkpoint, QUERY_SUBDIR)
         self.settings = spark_settings(plan, master)
@@ -188,7 +205,8 @@ class SparkEngine:
             if self.spout.role == DRIVER_SPOUT
             else None
         )
-        self.kafka_commits = KafkaCommits.for_spout(plan, self.spout, self.state_root, self.run_id)
+        # Kafka's group or storm-kafka's nodes in ZooKeeper (host/spark/kafka_commits.py)
+        self.kafka_commits = offset_commits(plan, self.spout, self.state_root, self.run_id)
         # the Spark spout's input, read by Spark itself (host/spark/spark_input_source.py, §4.8)
         self.spark_input = (
             SparkInput(plan.topology, self.spout.id, self.checkpoint, self.state_root)
@@ -345,7 +363,7 @@ class SparkEngine:
         for spout in () if no_spout else self._spout_processes(txid - 1):
             spout.commit(tx)
         store.committed(txid)
-        if self.kafka_commits is not None:  # Kafka's offsets follow the committed txid (§4.7)
+        if self.kafka_commits is not None:  # the offsets follow the committed txid (§4.7)
             self.kafka_commits.commit(txid)
         if self.staged is not None:
             self.staged.committed(txid)  # acks its tuples to the spout, deletes its staging
@@ -361,6 +379,7 @@ class SparkEngine:
     def _stop_query_quietly(self) -> None:
         """End the query from inside `foreachBatch` without Spark recording the micro-batch."""
         _set_log_levels(self.spark, QUIET_AT_STOP)
+        logging.getLogger(PY4J_LOGGER).addFilter(_QUIET_STOP)  # once: a filter is added once
         raise StopRequested("the engine is stopping")
 
     def _spout_processes(self, committed_txid: int) -> list[BatchSpoutProcess]:

@@ -1,0 +1,242 @@
+"""docs/spark.md §6.3's standalone recipes, tried on a real Spark standalone cluster: a master and
+a worker started with the pip package's `spark-class` (separate JVMs, as on a cluster's hosts;
+here all on 127.0.0.1), the worker's executors starting Python workers with
+`spark.pyspark.python`. The transactional word count runs through both recipes:
+`python -m host spark --master spark://…` and `spark-submit` with the engine's module file. Each
+run's counts equal the input's, and the components' stderr lines are in the executors' stderr
+files under the worker's directory, tagged (§6.4).
+
+What a one-host cluster cannot show: other hosts' paths and environments (§6.1, §6.2).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.spark_runs import (
+    JAVA_OPTS,
+    OUTPUT_TAIL,
+    ROOT,
+    WAIT_SECS,
+    expected_counts,
+    run_ok,
+    stored_counts,
+    wordcount_copy,
+)
+
+pytestmark = pytest.mark.spark
+
+BATCHES = 4  # the word count's input: 2,000 lines per file, 500 per file per batch
+WORKER_MEMORY = "2g"
+EXECUTOR_MEMORY = "512m"
+STARTED = "bolt process started"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _spark_bin(name: str) -> str:
+    """A script of the pip package's Spark distribution (bin/spark-class, bin/spark-submit)."""
+    import pyspark
+
+    path = Path(pyspark.__file__).parent / "bin" / name
+    assert path.exists(), f"{path}: not in the pyspark package"
+    return str(path)
+
+
+def _master_state(ui_port: int) -> dict[str, Any]:
+    """The standalone master's own status page, as JSON ({} while it does not answer yet)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json/", timeout=2) as reply:
+            state: dict[str, Any] = json.loads(reply.read())
+            return state
+    except (OSError, ValueError):
+        return {}
+
+
+def _wait(check: Any, what: str, procs: list[subprocess.Popen[bytes]]) -> None:
+    deadline = time.monotonic() + WAIT_SECS
+    while not check():
+        for p in procs:
+            assert p.poll() is None, f"{what}: {p.args} exited with {p.returncode}"
+        assert time.monotonic() < deadline, f"{what}: not in {WAIT_SECS}s"
+        time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """A standalone master and one worker (2 cores), both on 127.0.0.1, until the module ends."""
+    base = tmp_path_factory.mktemp("standalone")
+    port, ui, worker_ui = _free_port(), _free_port(), _free_port()
+    env = {
+        **os.environ,
+        "SPARK_DAEMON_MEMORY": "256m",
+        "SPARK_DAEMON_JAVA_OPTS": JAVA_OPTS,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "SPARK_LOG_DIR": str(base / "logs"),
+    }
+    spark_class = _spark_bin("spark-class")
+    started: list[subprocess.Popen[bytes]] = []
+
+    def daemon(args: list[str], log: str) -> subprocess.Popen[bytes]:
+        with open(base / log, "wb") as out:
+            p = subprocess.Popen(
+                [spark_class, *args],
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its JVM and whatever it starts: one group to stop
+            )
+        started.append(p)
+        return p
+
+    try:
+        daemon(
+            ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1"]
+            + ["--port", str(port), "--webui-port", str(ui)],
+            "master.log",
+        )
+        _wait(lambda: _master_state(ui).get("status") == "ALIVE", "the master", started)
+        url = f"spark://127.0.0.1:{port}"
+        daemon(
+            ["org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1"]
+            + ["--cores", "2", "--memory", WORKER_MEMORY, "--webui-port", str(worker_ui)]
+            + ["--work-dir", str(base / "work")],
+            "worker.log",
+        )
+        _wait(lambda: _master_state(ui).get("aliveworkers") == 1, "the worker", started)
+        yield {"url": url, "ui": ui, "work": base / "work", "base": base}
+    finally:
+        for p in started:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGTERM)
+        for p in started:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait(timeout=30)
+
+
+def _cluster_conf(cluster: dict[str, Any]) -> list[str]:
+    """§6.3's options for an environment installed at the same path on every host (here: this
+    interpreter's), sized for the one worker."""
+    return [
+        f"-cspark.pyspark.python={sys.executable}",
+        f"-cspark.executor.memory={EXECUTOR_MEMORY}",
+        "-cspark.cores.max=2",
+        "-cspark.ui.enabled=false",
+        f"-cspark.executor.extraJavaOptions={JAVA_OPTS}",
+        f"-cspark.driver.extraJavaOptions={JAVA_OPTS}",
+        "-cspark.sql.shuffle.partitions=2",
+    ]
+
+
+def _tagged_stderr_lines(work: Path, app_id: str) -> list[str]:
+    """The lines of the app's executors' stderr files that the engine tagged (§6.4)."""
+    files = sorted((work / app_id).glob("*/stderr"))
+    assert files, f"no executor stderr under {work / app_id}"
+    return [
+        line
+        for f in files
+        for line in f.read_text(errors="replace").splitlines()
+        if "host.spark:" in line and " pid=" in line
+    ]
+
+
+def _bolt_tasks(topology: Path) -> set[str]:
+    """ "split[<task>]" and "count[<task>]" for every task of the two bolts, as `host local`
+    numbers them."""
+    from host.runtime.context import assign_tasks
+    from host.topology.files import load
+
+    tasks = assign_tasks(load(topology))
+    return {f"{c}[{t}]" for c in ("split", "count") for t in tasks.tasks_of(c)}
+
+
+def _app_ids(cluster: dict[str, Any]) -> set[str]:
+    state = _master_state(cluster["ui"])
+    return {a["id"] for a in state.get("completedapps", []) + state.get("activeapps", [])}
+
+
+def _check_run(cluster: dict[str, Any], example: Path, out: str, before: set[str]) -> None:
+    assert f"txid {BATCHES} committed" in out, out[-OUTPUT_TAIL:]
+    assert "Traceback" not in out, out[-OUTPUT_TAIL:]  # the stop at --max-batches is quiet
+    assert stored_counts(example / "counts.db") == expected_counts(example)
+    (app_id,) = _app_ids(cluster) - before  # the run was an application of this cluster
+    tagged = _tagged_stderr_lines(cluster["work"], app_id)
+    # the bolts ran in this cluster's executors, and what they wrote to stderr is there, tagged
+    # with the component and task: every task, with its task id as under `host local`
+    started = {
+        line.split("host.spark: ", 1)[1].split(" pid=")[0] for line in tagged if STARTED in line
+    }
+    assert started == _bolt_tasks(example / "topology.yaml"), tagged[:20]
+
+
+def _example(parent: Path) -> Path:
+    """A copy of the transactional word count whose bolts write a line to stderr as they start."""
+    example = wordcount_copy(parent, "wordcount")
+    for name in ("split", "count"):
+        path = example / f"{name}.py"
+        said = f'import sys\nprint("{STARTED}", file=sys.stderr, flush=True)\n'
+        path.write_text(said + path.read_text())
+    return example
+
+
+def test_host_spark_with_a_standalone_master(cluster: dict[str, Any], tmp_path: Path) -> None:
+    example = _example(tmp_path)
+    before = _app_ids(cluster)
+    out = run_ok(
+        [sys.executable, "-m", "host", "spark", str(example / "topology.yaml")]
+        + ["--master", cluster["url"], "--checkpoint", str(tmp_path / "checkpoint")]
+        + ["--trigger", "0.5", "--max-batches", str(BATCHES), *_cluster_conf(cluster)],
+        WAIT_SECS * 2,
+    )
+    _check_run(cluster, example, out, before)
+
+
+def test_spark_submit_with_a_standalone_master(cluster: dict[str, Any], tmp_path: Path) -> None:
+    example = _example(tmp_path)
+    before = _app_ids(cluster)
+    import host.spark.command as command
+
+    submit = [
+        _spark_bin("spark-submit"),
+        "--master",
+        cluster["url"],
+        "--conf",
+        f"spark.pyspark.python={sys.executable}",
+        "--conf",
+        f"spark.pyspark.driver.python={sys.executable}",
+        command.__file__,
+        str(example / "topology.yaml"),
+        "--master",
+        cluster["url"],
+        "--checkpoint",
+        str(tmp_path / "checkpoint"),
+        "--trigger",
+        "0.5",
+        "--max-batches",
+        str(BATCHES),
+        *_cluster_conf(cluster),
+    ]
+    result = subprocess.run(submit, cwd=ROOT, capture_output=True, text=True, timeout=WAIT_SECS * 2)
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out[-OUTPUT_TAIL:]
+    _check_run(cluster, example, out, before)
