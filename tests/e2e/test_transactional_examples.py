@@ -4,11 +4,9 @@ the word count is also SIGKILLed half-way and started again on the same state.""
 
 from __future__ import annotations
 
-import collections
 import json
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -17,6 +15,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+from tests.support.spark_runs import expected_counts, stored_counts
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "transactional"
@@ -66,25 +66,6 @@ def test_global_count_counts_every_number_once(tmp_path: Path, variant: str) -> 
     state = json.loads(total.read_text())
     assert (state["count"], state["sum"]) == (10_000, sum(range(10_000)))
     assert "transactional global-count" in out and "committed_txid=100" in out
-
-
-def expected_counts(example: Path) -> dict[str, int]:
-    return dict(
-        collections.Counter(
-            word
-            for path in sorted((example / "data").glob("*.txt"))
-            for line in path.read_text(encoding="utf-8").splitlines()
-            for word in line.split()
-        )
-    )
-
-
-def stored_counts(db: Path) -> dict[str, int]:
-    try:
-        with sqlite3.connect(db) as conn:
-            return dict(conn.execute("SELECT word, count FROM counts"))
-    except sqlite3.Error:
-        return {}
 
 
 def test_wordcount_sqlite_is_exactly_once_across_a_killed_host(tmp_path: Path) -> None:
