@@ -94,32 +94,22 @@ def key_extractor(indices: tuple[int, ...]) -> Callable[[list], object]:
 
 def _fields(tasks: list[int], indices: tuple[int, ...]) -> Chooser:
     singles = [[t] for t in tasks]
+    if len(indices) == 1:
+        return _one_field(singles, indices[0])
     n = len(tasks)
     key_of = key_extractor(indices)
-    cache: dict = {}  # str key -> chosen task list: words repeat, hashing them again need not
-    if len(indices) == 1:
-        return _one_field(singles, indices[0], cache)
 
     def choose(values: list) -> list:
-        key = key_of(values)
-        if type(key) is not str:  # 1, 1.0 and True are equal as dict keys but not as JSON
-            return singles[stable_hash(key) % n]
-        chosen = cache.get(key)
-        if chosen is not None:
-            return chosen
-        chosen = singles[stable_hash(key) % n]
-        if len(cache) >= _KEY_CACHE_LIMIT:
-            cache.clear()
-        cache[key] = chosen
-        return chosen
+        return singles[stable_hash(key_of(values)) % n]  # a list: `_one_field`'s cache is for str
 
     return choose
 
 
-def _one_field(singles: list[list[int]], i: int, cache: dict) -> Chooser:
+def _one_field(singles: list[list[int]], i: int) -> Chooser:
     """`_fields` on one field, the usual case: the key read inline (a call less per tuple on the
     host's hottest path)."""
     n = len(singles)
+    cache: dict = {}  # str key -> chosen task list: words repeat, hashing them again need not
 
     def choose(values: list) -> list:
         key = values[i]

@@ -22,6 +22,13 @@ replies (§4.4) and heartbeats (§4.7) written ahead of tuples not yet written. 
 from `tuples` only when the window has room and emits are yielded as they are read, so a
 partition is never held in memory, nor is the bolt's output.
 
+A bolt whose config sets `topology.tick.tuple.freq.secs` gets tick tuples (`__system`, `__tick`,
+task -1, `[freq]`) every that many seconds while the partition's input is being written, and one
+more once it has all been written (host/spark/ticks.py; docs/spark.md §2.4). A tick is awaited
+like a tuple (its ack, or its fail, which fails the run) without taking room in the window, so a
+bolt that acks only on ticks always gets one; a tick the bolt read past without acking is
+forgotten, as `host local` forgets a tuple no spout tuple tracks (docs/protocol.md §4.5).
+
 The run ends when the input is exhausted and every tuple written is answered. A batch bolt or
 committer (`batch: bolt | committer`) gets the batch's `tx` on each tuple and then `finish` (its
 ack ends the run; `commit` is true for committers; docs/transactional.md §4.2). Whatever breaks the
@@ -53,6 +60,7 @@ from host.runtime.link import emit_text
 from host.runtime.process import Child, Launcher, child_environment, describe_exit
 from host.runtime.router import Router
 from host.spark.stderr_tags import LOG_LEVELS, TaggedLog
+from host.spark.ticks import TickSchedule
 from host.topology import settings as cfg
 from host.topology.model import Topology
 from multilang.codec import (
@@ -67,7 +75,9 @@ from multilang.messages import (
     BATCH_EXT,
     DEFAULT_STREAM,
     HEARTBEAT_STREAM,
+    SYSTEM_COMPONENT,
     SYSTEM_TASK,
+    TICK_STREAM,
     Ack,
     Emit,
     Error,
@@ -121,6 +131,16 @@ class _Plain(NamedTuple):
 
     values: list[list[Any]]
     anchors: list[str]
+
+
+class _Beat(NamedTuple):
+    """A heartbeat written and not yet answered: what had been written before it, and how many
+    answers had come, when it was written (`_synced` reads them once its `sync` comes)."""
+
+    id: int
+    written: int  # input tuples written before it
+    ticked: int  # input tuples written before the last tick written before it
+    answers: int  # acks and fails read before it was written, ticks' included
 
 
 class Tx(NamedTuple):
@@ -207,6 +227,7 @@ class ComponentProcess:
         self.timeout = float(settings.message_timeout_secs)
         self.handshake_timeout = settings.handshake_timeout_secs
         self.window = settings.bolt_max_in_flight
+        self.tick_freq = cfg.tick_freq(topology, comp)
         self.max_frame = settings.max_frame_bytes
         self.ser = serializer(comp.serializer)
         router = Router(topology, {c: list(t) for c, t in tasks.component_tasks.items()})
@@ -246,8 +267,14 @@ class ComponentProcess:
         self._in_flight: dict[str, bytes] = {}  # tuple id -> its frame (for reports)
         self._written = 0  # tuples written in the process's life
         self._forgotten = 0
-        self._answers = 0  # acks and fails in the process's life
-        self._beats: deque[int] = deque()  # per unanswered heartbeat: _written when it was queued
+        self._answers = 0  # acks and fails in the process's life, ticks' included
+        self._beats: deque[_Beat] = deque()  # the heartbeats not yet answered, oldest first
+        # ticks: awaited as tuples are, outside the window (never taking an input tuple's room)
+        self._ticks: dict[str, bytes] = {}  # tick id -> its frame, written and not answered
+        self._ticked = 0  # input tuples written before the last tick
+        self._tick_answers = 0  # acks of ticks (in _answers too)
+        self._ticks_forgotten = 0
+        self._schedule = None if self.tick_freq is None else TickSchedule(self.tick_freq)
         self._next_beat = 0.0
         self._emits: list[Emit | _Plain] = []  # read and not yet yielded
         self._next_id = 0  # tuple ids: a count per process (unique is all Storm asks)
@@ -266,6 +293,7 @@ class ComponentProcess:
         self._finish_id: str | None = None  # the finish written and not yet acked
         self._finish_due: Tx | None = None  # the finish to write once the input is written
         self._progress_at = 0.0
+        self._run_started = 0.0
         self._progressed = False
         self._poll: select.poll | None = None
 
@@ -427,7 +455,9 @@ class ComponentProcess:
                 self._tx = wire.tx_json(_attempt(tx))
                 self._tx_text = f"txid {tx.txid}, attempt {tx.attempt}"
                 self._finish_due = tx
-            self._progress_at = self.clock()
+            self._progress_at = self._run_started = self.clock()
+            if self._schedule is not None:
+                self._schedule.start(self._progress_at)
             while True:
                 self._turn(self._wait_secs())
                 if self._emits:
@@ -447,6 +477,7 @@ class ComponentProcess:
         return (
             self._input is None
             and not self._in_flight
+            and not self._ticks
             and self._finish_id is None
             and self._finish_due is None
             and not self._urgent
@@ -456,6 +487,8 @@ class ComponentProcess:
     def _wait_secs(self) -> float:
         if self._off < len(self._out) and not self._write_blocked:
             return 0.0
+        if self._schedule is not None and self._input is not None:
+            return min(HEARTBEAT_SECS / 2, self._schedule.secs_to_next(self.clock()))
         return HEARTBEAT_SECS / 2
 
     # -- one turn of the loop --------------------------------------------------------------------
@@ -480,32 +513,63 @@ class ComponentProcess:
         if self._progressed:
             self._progressed = False
             self._progress_at = now
-        owing = bool(self._in_flight) or self._finish_id is not None
+        schedule = self._schedule
+        if schedule is not None and self._input is not None and schedule.periodic_due(now):
+            self._urgent.append(self._tick())  # ahead of input not yet written, as host local
+        owing = bool(self._in_flight) or self._finish_id is not None or bool(self._ticks)
         if not owing:
             self._progress_at = now
             return
         if now - self._progress_at > self.timeout:
+            if not self._in_flight and self._finish_id is None:
+                # only ticks are owed: forgotten, as host local forgets a tuple no spout tuple
+                # tracks once it has been in flight this long (docs/protocol.md §4.5)
+                self._forget_ticks(None)
+                self._progress_at = now
+                return
             oldest = next(iter(self._in_flight.values()), b"")
             self._fail(
                 f"no answer for {self.timeout:g}s (topology.message.timeout.secs) with "
                 f"{len(self._in_flight)} tuples in flight"
+                + (f" and {len(self._ticks)} tick tuples" if self._ticks else "")
                 + (" and its finish owed" if self._finish_id is not None else "")
                 + (f"; the oldest: {shorten(oldest, REPORT_BYTES)}" if oldest else "")
             )
         if not self.component.heartbeats or len(self._beats) >= MAX_BEATS:
             return
         window_full = len(self._in_flight) >= self.window or self._input is None
-        probe = self._answers == 0 and window_full and not self._beats and self._in_flight
+        never_answered = self._answers == self._tick_answers  # no input tuple acked or failed
+        # a probe asks at once whether the bolt read past what it has not answered, when its
+        # answer can decide something (_synced): input tuples of a bolt that has never acked
+        # one (a bolt with ticks: those a tick came after), or, once its input is written and
+        # answered, ticks
+        judged = self._written if self._judged_as_any(now) else self._ticked
+        probe = not self._beats and (
+            (never_answered and window_full and judged > self._forgotten)
+            or (self._input is None and not self._in_flight and bool(self._ticks))
+        )
         if probe or now >= self._next_beat:
             self._next_beat = now + HEARTBEAT_SECS
-            self._beats.append(self._written)
-            hb = TupleMessage(str(self._new_id()), None, HEARTBEAT_STREAM, SYSTEM_TASK, [])
+            hid = self._new_id()
+            self._beats.append(_Beat(hid, self._written, self._ticked, self._answers))
+            hb = TupleMessage(str(hid), None, HEARTBEAT_STREAM, SYSTEM_TASK, [])
             self._urgent.append(self.ser.encode(hb))
 
     # -- writing ---------------------------------------------------------------------------------
     def _new_id(self) -> int:
         self._next_id += 1
         return self._next_id
+
+    def _tick(self) -> bytes:
+        """A tick tuple's frame, as host local writes it (host/runtime/bolt_link.py `tick`),
+        recorded as awaited."""
+        tid = str(self._new_id())
+        frame = self.ser.encode(
+            TupleMessage(tid, SYSTEM_COMPONENT, TICK_STREAM, SYSTEM_TASK, [self.tick_freq])
+        )
+        self._ticks[tid] = frame
+        self._ticked = self._written
+        return frame
 
     def _write(self) -> None:
         child = self.child
@@ -573,6 +637,8 @@ class ComponentProcess:
                 self._written += tid - self._next_id
                 self._next_id = tid
                 self._prefix_key, self._prefix = key, prefix
+        if self._input is None and self._schedule is not None and self._schedule.end_due():
+            parts.append(self._tick())  # the partition's last tuple: before its finish, if any
         if self._input is None and self._finish_due is not None:
             tx_due, self._finish_due = self._finish_due, None
             fid = self._new_id()
@@ -736,7 +802,13 @@ class ComponentProcess:
             self._finish_id = None
             if type(m) is Fail:
                 self._fail(f"it failed the finish of its batch ({self._tx_text})")
-        elif not self._forgotten:
+        elif type(m.id) is str and m.id in self._ticks:
+            frame = self._ticks.pop(m.id)
+            if type(m) is Fail:
+                # what it does on a tick (a flush) failed: as a failed tuple, the run fails
+                self._fail(f"it failed tick tuple {m.id}", frame)
+            self._tick_answers += 1
+        elif not self._forgotten and not self._ticks_forgotten:
             self._fail(
                 f"{type(m).__name__.lower()} of tuple {m.id!r}, which is not pending "
                 "(never sent, or already acked or failed)"
@@ -745,7 +817,12 @@ class ComponentProcess:
     def _not_pending(self, anchor: str) -> None:
         """A fast-path emit's anchor that is not in flight: fine if it is the finish's or the
         bolt's tuples were forgotten (as in _check_emit), else a fault."""
-        if anchor != self._finish_id and not self._forgotten:
+        if (
+            anchor != self._finish_id
+            and anchor not in self._ticks
+            and not self._forgotten
+            and not self._ticks_forgotten
+        ):
             self._fail(f"emit anchored to tuple {anchor!r}, which is not pending")
 
     def _check_emit(self, m: Emit) -> None:
@@ -753,7 +830,13 @@ class ComponentProcess:
         if anchors:
             in_flight = self._in_flight
             for a in anchors:
-                if a not in in_flight and a != self._finish_id and not self._forgotten:
+                if (
+                    a not in in_flight
+                    and a != self._finish_id
+                    and a not in self._ticks
+                    and not self._forgotten
+                    and not self._ticks_forgotten
+                ):
                     self._fail(f"emit anchored to tuple {a!r}, which is not pending", _raw(m))
         try:
             if m.task is not None:
@@ -782,18 +865,57 @@ class ComponentProcess:
             self._fail(str(exc), _raw(m))
 
     def _synced(self) -> None:
-        """A heartbeat answered. If the bolt never acked anything, it read past every tuple
-        written before that heartbeat without acking it: a bolt that does not ack (storm.rb's
-        Bolt, our Python `Bolt`), whose tuples are forgotten, as host local forgets them
-        (docs/protocol.md §4.5) -- else its partition would never end."""
+        """A heartbeat answered: the bolt has read everything written before it (components
+        read their input in order), so what it did not answer of that, it will not answer, as
+        host local judges a tuple no spout tuple tracks (docs/protocol.md §4.5):
+        - ticks written before the heartbeat, if it answered nothing since the heartbeat was
+          written (a bolt still acking may yet ack them): forgotten;
+        - if it has never acked or failed an input tuple, every input tuple written before the
+          heartbeat: a bolt that does not ack (storm.rb's Bolt, our Python `Bolt`), whose tuples
+          are forgotten, else its partition would never end. A bolt with ticks is judged so
+          only on tuples followed by a tick it read past: one that buffers until a tick (a
+          Parquet sink) is silent until then, and must not be taken for a bolt that never
+          acks (`_judged_as_any`)."""
         if not self._beats:
             return
-        mark = self._beats.popleft()
-        if self._answers == 0 and mark > self._forgotten and self._in_flight:
+        beat = self._beats.popleft()
+        if self._ticks and self._answers == beat.answers:
+            self._forget_ticks(beat.id)
+        judged = beat.written if self._judged_as_any(self.clock()) else beat.ticked
+        if self._answers == self._tick_answers and judged > self._forgotten and self._in_flight:
             in_flight = self._in_flight
-            for tid in list(in_flight)[: mark - self._forgotten]:
+            for tid in list(in_flight)[: judged - self._forgotten]:
                 del in_flight[tid]
-            self._forgotten = mark
+            self._forgotten = judged
+            self._progressed = True
+
+    def _judged_as_any(self, now: float) -> bool:
+        """Whether a bolt that has never answered an input tuple is judged on every tuple it
+        read past, not only on those a tick came after: one without ticks; one already found
+        not to ack (tuples forgotten); or one whose run has waited for an answer as long as
+        `host local` waits for an untracked tuple's (topology.message.timeout.secs), so that a
+        bolt with a long tick period that never acks is not waited for until its next tick.
+        (A sink's tuples forgotten so are still flushed before the run ends: it acks its end
+        tick only after what the tick made it write.)"""
+        return (
+            self._schedule is None or self._forgotten > 0 or now - self._run_started >= self.timeout
+        )
+
+    def _forget_ticks(self, before: int | None) -> None:
+        """Forget the ticks in flight written before the message with id `before` (None: all);
+        their late acks are then let through, as a forgotten tuple's are."""
+        ticks = self._ticks
+        doomed = [t for t in ticks if before is None or int(t) < before]
+        for tid in doomed:
+            del ticks[tid]
+        if doomed:
+            if not self._ticks_forgotten:
+                self.log.line(
+                    logging.WARNING,
+                    f"tick tuple {doomed[0]} was not acked: forgotten (docs/protocol.md §4.5); "
+                    "does the bolt ack its ticks?",
+                )
+            self._ticks_forgotten += len(doomed)
             self._progressed = True
 
     def _on_pid(self, reply: Pid) -> None:

@@ -136,6 +136,9 @@ class Stage:
     inputs: tuple[Edge, ...]  # in the component's input order; several are a union
     outputs: dict[str, tuple[Edge, ...]]  # every declared stream -> who reads it (() dropped)
     warnings: tuple[str, ...]
+    # a bolt's `topology.tick.tuple.freq.secs` (None: no ticks): on Spark its ticks come while
+    # a partition's input is written, plus one at its end (host/spark/ticks.py, docs §2.4)
+    tick_freq: int | None = None
 
     @property
     def id(self) -> str:
@@ -283,6 +286,7 @@ def _stage(
         inputs=inputs,
         outputs=outputs,
         warnings=_warnings(topology, c, role),
+        tick_freq=cfg.tick_freq(topology, c),
     )
 
 
@@ -317,12 +321,4 @@ def _warnings(topology: Topology, c: Component, role: str) -> tuple[str, ...]:
         out.extend(kafka_source.warnings(topology, c))
     if role == SPARK_INPUT:  # its settings that do nothing on Spark (docs/spark.md §4.8)
         out.extend(spark_input.warnings(topology, c.id))
-    ticks = cfg.tick_freq(topology, c)
-    if ticks is not None:
-        # A warning, not a refusal: the bolt still gets every tuple, only its timer is gone
-        out.append(
-            f"no tick tuples on Spark ({cfg.TICK_TUPLE_FREQ_SECS} = {ticks}): there is no "
-            "timer inside a micro-batch; flush or report at the end of a batch (a batch bolt's "
-            "finish, a committer) instead"
-        )
     return tuple(out)

@@ -9,6 +9,7 @@ task i in partition i.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -585,3 +586,192 @@ def test_a_plain_emit_anchored_to_an_acked_tuple_fails_the_run(procs, tmp_path):
     procs.append(proc)
     with pytest.raises(ComponentFailed, match="which is not pending"):
         words_of(proc, ["ok"] * 200 + ["late"] + ["ok"] * 200)
+
+
+# ---- tick tuples (docs/spark.md §2.4) ------------------------------------------------------------
+
+TICK_SINK = ["python", str(REPO / "tests" / "support" / "tick_sink.py")]
+STORM_RB = REPO / "tests" / "integration" / "components" / "batch_compat" / "storm" / "storm.rb"
+
+
+def read_jsonl(path: Path) -> list[Any]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def ruby_bolt(body: str) -> list[str]:
+    """A storm.rb bolt (Storm's own Ruby library) whose class body is `body`."""
+    code = f"require '{STORM_RB}'\nclass B < Storm::Bolt\n{textwrap.dedent(body)}\nend\nB.new.run\n"
+    return ["ruby", "-e", code]
+
+
+def tick_sink(tmp_path: Path, freq: int, window: int = 1000) -> tuple[ComponentProcess, int]:
+    topology = split_topology(
+        TICK_SINK,
+        tmp_path,
+        config={
+            "topology.tick.tuple.freq.secs": freq,
+            "host.bolt.max.in.flight": window,
+            "test.sink.dir": str(tmp_path / "out"),
+        },
+    )
+    task = split_tasks(topology)[0]
+    return ComponentProcess(topology, "split", task), task
+
+
+def test_a_sink_that_acks_only_on_ticks_gets_one_at_the_end_of_each_run(procs, tmp_path):
+    """No period passes within these runs (an hour's): each run ends only because its one end
+    tick makes the sink write and ack what it holds. An empty run gets its end tick too."""
+    proc, task = tick_sink(tmp_path, freq=3600)
+    procs.append(proc)
+    rows, ticks = tmp_path / "out" / f"rows-{task}.jsonl", tmp_path / "out" / f"ticks-{task}.jsonl"
+    first, second = sentences(200), [f"second {i}" for i in range(150)]
+    assert words_of(proc, first) == []
+    assert read_jsonl(rows) == [[s] for s in first]
+    assert read_jsonl(ticks) == [["__system", "__tick", -1, [3600], 200]]
+    pid = proc.pid
+    assert words_of(proc, []) == []
+    assert words_of(proc, second) == []
+    assert proc.pid == pid  # one process for the three runs
+    assert read_jsonl(rows) == [[s] for s in first + second]
+    assert [t[4] for t in read_jsonl(ticks)] == [200, 0, 150]
+
+
+def test_periodic_ticks_come_while_the_input_is_written(procs, tmp_path):
+    """120 tuples through a window of 50 to a sink that holds them all until a tick: only
+    periodic ticks (1 s) can make room, so the run ends only if they come while the input is
+    still being written; then one more at the end. The tuples after the previous run's end tick
+    are not taken for a bolt that never acks: no tick came after them yet."""
+    proc, task = tick_sink(tmp_path, freq=1, window=50)
+    procs.append(proc)
+    assert words_of(proc, []) == []
+    lines = [f"row {i}" for i in range(120)]
+    assert words_of(proc, lines) == []
+    assert read_jsonl(tmp_path / "out" / f"rows-{task}.jsonl") == [[s] for s in lines]
+    ticks = read_jsonl(tmp_path / "out" / f"ticks-{task}.jsonl")
+    assert {(c, s, t, tuple(v)) for c, s, t, v, _ in ticks} == {("__system", "__tick", -1, (1,))}
+    flushed = [n for *_, n in ticks[1:]]  # the first: the empty run's end tick
+    assert ticks[0][4] == 0 and sum(flushed) == 120
+    assert len(flushed) >= 3 and max(flushed) <= 50  # at least two periodic ticks, and the end
+
+
+def test_what_a_bolt_emits_on_its_end_tick_belongs_to_the_run(procs, tmp_path):
+    topology = split_topology(
+        bolt_snippet(
+            """
+            from multilang import BasicBolt
+            class Total(BasicBolt):
+                def initialize(self, conf, context):
+                    self.n = 0
+                def process(self, tup):
+                    self.n += len(tup.values[0].split())
+                def process_tick(self, tup):
+                    self.emit([f"total {self.n} tick {tup.values[0]}"], anchors=[tup])
+                    self.n = 0
+            Total().run()
+            """
+        ),
+        tmp_path,
+        config={"topology.tick.tuple.freq.secs": 3600},
+    )
+    proc = ComponentProcess(topology, "split", split_tasks(topology)[0])
+    procs.append(proc)
+    lines = sentences(300)
+    assert words_of(proc, lines) == [f"total {len(expected_words(lines))} tick 3600"]
+    assert words_of(proc, ["a b c"]) == ["total 3 tick 3600"]
+
+
+def test_a_storm_rb_bolt_that_never_acks_still_ends_its_partition_with_ticks(procs, tmp_path):
+    """storm.rb's Bolt acks nothing unless told, ticks included (they reach `process`): once it
+    has read past a tick with tuples before it unacked, it is a bolt that never acks, and its
+    tuples are forgotten as without ticks (docs/protocol.md §4.5)."""
+    topology = split_topology(
+        ruby_bolt(
+            """
+            def process(tup)
+              return if tup.stream == '__tick'
+              tup.values[0].split.each { |w| emit([w], anchor: tup) }
+            end
+            """
+        ),
+        tmp_path,
+        config={"topology.tick.tuple.freq.secs": 1, "host.bolt.max.in.flight": 50},
+    )
+    proc = ComponentProcess(topology, "split", split_tasks(topology)[0])
+    procs.append(proc)
+    lines = sentences(400)  # eight windows' worth
+    assert words_of(proc, lines) == expected_words(lines)
+    assert words_of(proc, lines[:10]) == expected_words(lines[:10])
+
+
+def test_a_bolt_that_never_acks_is_not_waited_for_until_a_distant_tick(procs, tmp_path):
+    """An hour's tick period, a window of 50 and 200 lines: the first window is not waited on for
+    the hour until a tick, only for topology.message.timeout.secs (5 s), as host local waits
+    for an untracked tuple; then the bolt is one that never acks, and the rest flows."""
+    topology = split_topology(
+        ruby_bolt(
+            """
+            def process(tup)
+              return if tup.stream == '__tick'
+              tup.values[0].split.each { |w| emit([w], anchor: tup) }
+            end
+            """
+        ),
+        tmp_path,
+        config={
+            "topology.tick.tuple.freq.secs": 3600,
+            "topology.message.timeout.secs": 5,  # heartbeats (1 s) answered: not a silent bolt
+            "host.bolt.max.in.flight": 50,
+        },
+    )
+    proc = ComponentProcess(topology, "split", split_tasks(topology)[0])
+    procs.append(proc)
+    lines = sentences(200)
+    assert words_of(proc, lines) == expected_words(lines)
+
+
+def test_a_bolt_that_acks_its_tuples_and_not_its_ticks_ends_its_partition(procs, tmp_path, caplog):
+    """A tick the bolt read past without acking it, and nothing answered since: forgotten, as
+    host local forgets a tuple no spout tuple tracks; said once in the log."""
+    topology = split_topology(
+        ruby_bolt(
+            """
+            def process(tup)
+              return if tup.stream == '__tick'
+              tup.values[0].split.each { |w| emit([w], anchor: tup) }
+              ack(tup)
+            end
+            """
+        ),
+        tmp_path,
+        config={"topology.tick.tuple.freq.secs": 3600},
+    )
+    proc = ComponentProcess(topology, "split", split_tasks(topology)[0])
+    procs.append(proc)
+    caplog.set_level(logging.INFO, logger="host.spark")
+    lines = sentences(50)
+    assert words_of(proc, lines) == expected_words(lines)
+    assert words_of(proc, []) == []
+    assert words_of(proc, lines) == expected_words(lines)
+    warned = [
+        r.getMessage() for r in caplog.records if "was not acked: forgotten" in r.getMessage()
+    ]
+    assert len(warned) == 1 and "tick tuple" in warned[0], warned
+
+
+def test_a_failed_tick_fails_the_run(procs, tmp_path):
+    topology = split_topology(
+        ruby_bolt(
+            """
+            def process(tup)
+              if tup.stream == '__tick' then fail(tup) else ack(tup) end
+            end
+            """
+        ),
+        tmp_path,
+        config={"topology.tick.tuple.freq.secs": 3600},
+    )
+    proc = ComponentProcess(topology, "split", split_tasks(topology)[0])
+    procs.append(proc)
+    with pytest.raises(ComponentFailed, match=r"it failed tick tuple \d+.*__tick"):
+        words_of(proc, ["x"])
+    assert proc.child is None

@@ -374,6 +374,27 @@ def expected_frame_table(n: int) -> list[tuple[Any, ...]]:
     ]
 
 
+def killed_in_txid_2(faulty: Path, db: Path, checkpoint: Path) -> dict[str, Any]:
+    """Runs `faulty` (its committer dies before writing txid 2, on every attempt) as a command on
+    local[2] until txid 1 is committed and txid 2 attempted, then SIGKILLs the driver (nothing
+    cleaned up); returns txid 2's stored record (its metadata: what a replay must read)."""
+    first = start(
+        spark_command(faulty, checkpoint, LOCAL, "--max-restarts", "100", conf=SPARK_CONF)
+    )
+    try:
+        wait_for(
+            lambda: [t for t, _ in applied_tuples(db)] == [1] and _attempts(checkpoint, 2) >= 1,
+            first,
+            "txid 1 committed, txid 2 attempted",
+        )
+    finally:
+        kill(first)
+    record: dict[str, Any] = json.loads(
+        (checkpoint / "batches" / "coordinator" / "meta" / "2.json").read_text()
+    )
+    return record
+
+
 def test_dataframe_input_driver_killed_and_restarted_replays_the_stored_files(
     tmp_path: Path,
 ) -> None:
@@ -394,28 +415,10 @@ def test_dataframe_input_driver_killed_and_restarted_replays_the_stored_files(
             env=env,
         )
 
-    first = start(
-        spark_command(
-            frame_topology({"FAULT": "before_write:2"}),
-            checkpoint,
-            LOCAL,
-            "--max-restarts",
-            "100",
-            conf=SPARK_CONF,
-        )
-    )
-    try:
-        wait_for(
-            lambda: [t for t, _ in applied_tuples(db)] == [1] and _attempts(checkpoint, 2) >= 1,
-            first,
-            "txid 1 committed, txid 2 attempted",
-        )
-    finally:
-        kill(first)  # SIGKILL: nothing cleaned up
+    stored = killed_in_txid_2(frame_topology({"FAULT": "before_write:2"}), db, checkpoint)
     # the precondition: txid 1 (files 1-2) stored, txid 2 read from its stored files, not stored
     assert applied_tuples(db) == [(1, 400)]
     assert table(db) == expected_frame_table(400)
-    stored = json.loads((checkpoint / "batches" / "coordinator" / "meta" / "2.json").read_text())
     files_2 = stored["meta"]["files"]
     assert len(files_2) == 2
     out = run_spark(frame_topology(), checkpoint, LOCAL, "--max-batches", "2", conf=SPARK_CONF)
@@ -468,28 +471,10 @@ def test_directory_input_driver_killed_and_restarted_replays_the_stored_director
             env=env,
         )
 
-    first = start(
-        spark_command(
-            dirs_topology({"FAULT": "before_write:2"}),
-            checkpoint,
-            LOCAL,
-            "--max-restarts",
-            "100",
-            conf=SPARK_CONF,
-        )
-    )
-    try:
-        wait_for(
-            lambda: [t for t, _ in applied_tuples(db)] == [1] and _attempts(checkpoint, 2) >= 1,
-            first,
-            "txid 1 committed, txid 2 attempted",
-        )
-    finally:
-        kill(first)  # SIGKILL: nothing cleaned up
+    stored = killed_in_txid_2(dirs_topology({"FAULT": "before_write:2"}), db, checkpoint)
     # the precondition: txid 1 (out-00) stored, txid 2 read from out-01's files, not stored
     assert applied_tuples(db) == [(1, 100)]
     assert table(db) == rows[0]
-    stored = json.loads((checkpoint / "batches" / "coordinator" / "meta" / "2.json").read_text())
     assert stored["meta"]["name"] == "out-01" and len(stored["meta"]["files"]) == 1
     # while the driver is down, a new output directory that sorts before none of the others
     rows.append(write_parquet_directory(outputs / "out-03", 300, 100, "d3"))

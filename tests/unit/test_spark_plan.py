@@ -317,9 +317,12 @@ def test_bolt_roles_and_the_state_warning_only_for_plain_bolts():
     assert all(s.in_batch_group for s in p.stages)
 
 
-def test_tick_tuples_are_a_warning_not_a_refusal():
-    report = plan(load(WORDCOUNT)).stage("report")
-    assert any("no tick tuples on Spark" in w for w in report.warnings)
+def test_a_bolt_with_ticks_gets_them_on_spark_without_a_warning():
+    p = plan(load(WORDCOUNT))
+    report = p.stage("report")
+    assert report.tick_freq == 5
+    assert not any("tick" in w for w in report.warnings)
+    assert [s.id for s in p.stages if s.tick_freq is not None] == ["report"]
 
 
 # ---- refusals -----------------------------------------------------------------------------------
@@ -410,12 +413,12 @@ acked when the batch commits, failed if it is abandoned
     runs: python report.py (Python)
     partitions: 1 = task 4
     role: processes and acks each tuple as under `host local`
+    ticks: every 5 s while its partition's input is written, and one at the end of that input, \
+before the partition waits for its last acks (topology.tick.tuple.freq.secs = 5); none between \
+micro-batches
     inputs:
       count default [word, count], global: all to partition 0 (task 4) of 1 partition
 {STATE}
-    warning: no tick tuples on Spark (topology.tick.tuple.freq.secs = 5): there is no timer \
-inside a micro-batch; flush or report at the end of a batch (a batch bolt's finish, a committer) \
-instead
 """
 
 WORDCOUNT_SQLITE_PLAN = f"""\

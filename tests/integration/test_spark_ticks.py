@@ -1,0 +1,187 @@
+"""Tick tuples on the Spark engine (docs/spark.md §2.4; host/spark/ticks.py): sinks that write,
+and ack, what they hold only on a tick finish every micro-batch under `python -m host spark`, and
+every tuple is written, once.
+
+The topology: a plain Python spout emits `[id, text]` with message id `id`, for ids 0..ROWS-1,
+ten per `next`, and appends every acked id to a file (on Spark an id is acked once its
+micro-batch has committed); two sinks read it, two tasks each:
+- `parquet`: the real Parquet sink (components/parquet_sink), its roll count far above what a
+  partition holds, so that within a partition only a tick makes it write and ack;
+- `held`: tests/support/tick_sink.py, which writes and acks only on a tick, with a period of an
+  hour: only the tick at the end of each partition's input can flush it.
+Without ticks on Spark, the first would never be judged done but by the rule for bolts that never
+ack, its rows left unwritten, and the second the same.
+
+The run stops (SIGTERM) once the spout has had every id acked: each micro-batch holds at most
+MAX_TUPLES tuples, so there are several. The Parquet files then hold every row once, as the same
+topology (without `held`, whose hour-long period would hold its tuples past the spout's timeout
+under `host local`) writes them under `host local`.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from tests.support.spark_runs import (
+    LOCAL,
+    ROOT,
+    run_host_local_until,
+    spark_command,
+    start,
+    wait_for,
+)
+
+pytestmark = pytest.mark.spark
+
+ROWS = 500
+MAX_TUPLES = 100  # host.spark.batch.max.tuples: at least ROWS / MAX_TUPLES micro-batches
+TICK_SINK = ROOT / "tests" / "support" / "tick_sink.py"
+
+SPOUT = """\
+from collections import deque
+from multilang import Spout
+
+
+class Rows(Spout):
+    def initialize(self, conf, context):
+        self.acked = open(conf["test.acked"], "a", buffering=1)
+        self.todo = deque(range(int(conf["test.rows"])))
+
+    def next_tuple(self):
+        for _ in range(10):
+            if self.todo:
+                i = self.todo.popleft()
+                self.emit([i, f"row {i}"], id=i)
+
+    def ack(self, i):
+        self.acked.write(f"{i}\\n")
+
+    def fail(self, i):
+        self.todo.appendleft(i)
+
+
+Rows().run()
+"""
+
+
+def make_topology(base: Path, held: bool) -> Path:
+    """The topology directory at `base`: the spout's script and `topology.yaml`; with the `held`
+    sink or without it."""
+    base.mkdir(parents=True, exist_ok=True)
+    (base / "rows.py").write_text(SPOUT)
+    bolts: dict[str, Any] = {
+        "parquet": {
+            "command": ["python", "-m", "components.parquet_sink"],
+            "outputs": [],
+            "parallelism": 2,
+            "inputs": {"rows": "shuffle"},
+            "config": {
+                "parquet.sink.dir": str(base / "parquet"),
+                "parquet.sink.rows": 100_000,  # capped at host.bolt.max.in.flight: 1,000
+                "topology.tick.tuple.freq.secs": 2,
+            },
+        }
+    }
+    if held:
+        bolts["held"] = {
+            "command": ["python", str(TICK_SINK)],
+            "outputs": [],
+            "parallelism": 2,
+            "inputs": {"rows": "shuffle"},
+            "config": {
+                "test.sink.dir": str(base / "held"),
+                "topology.tick.tuple.freq.secs": 3600,
+            },
+        }
+    doc = {
+        "name": "tick-sinks",
+        "config": {
+            "test.acked": str(base / "acked.txt"),
+            "test.rows": ROWS,
+            "host.spark.batch.max.tuples": MAX_TUPLES,
+        },
+        "spouts": {"rows": {"command": ["python", "rows.py"], "outputs": ["id", "text"]}},
+        "bolts": bolts,
+    }
+    path = base / "topology.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def acked_ids(base: Path) -> list[int]:
+    path = base / "acked.txt"
+    return [int(x) for x in path.read_text().split()] if path.exists() else []
+
+
+def parquet_files(base: Path) -> list[Path]:
+    directory = base / "parquet"
+    return sorted(directory.glob("part-*.parquet")) if directory.exists() else []
+
+
+def parquet_rows(base: Path) -> list[tuple[int, str]]:
+    rows = []
+    for path in parquet_files(base):
+        table = pq.read_table(path)
+        rows.extend(zip(table.column("id").to_pylist(), table.column("text").to_pylist()))
+    return rows
+
+
+def parquet_row_count(base: Path) -> int:
+    return sum(pq.read_metadata(path).num_rows for path in parquet_files(base))
+
+
+def read_jsonl(path: Path) -> list[Any]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+EXPECTED = collections.Counter((i, f"row {i}") for i in range(ROWS))
+
+
+def test_sinks_that_flush_on_ticks_finish_every_micro_batch_and_write_every_row(tmp_path):
+    base = tmp_path / "spark"
+    path = make_topology(base, held=True)
+    assert not (base / "parquet").exists() and not (base / "held").exists()
+    proc = start(spark_command(path, tmp_path / "checkpoint", LOCAL))
+    try:
+        wait_for(lambda: len(acked_ids(base)) >= ROWS, proc, "every id acked")
+    finally:
+        proc.terminate()
+        out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out[-5000:]
+    assert sorted(acked_ids(base)) == list(range(ROWS))  # each micro-batch committed once
+
+    # the Parquet sink: every row, once
+    assert collections.Counter(parquet_rows(base)) == EXPECTED
+
+    # the held sink: every row, once, each written at the tick that ended its partition (the
+    # only ticks: an hour's period), at least one per micro-batch per task
+    held_rows = [
+        tuple(r) for p in sorted((base / "held").glob("rows-*.jsonl")) for r in read_jsonl(p)
+    ]
+    assert collections.Counter(held_rows) == EXPECTED
+    tick_files = sorted((base / "held").glob("ticks-*.jsonl"))
+    assert len(tick_files) == 2  # both tasks
+    for tick_file in tick_files:
+        ticks = read_jsonl(tick_file)
+        assert {(c, s, t, tuple(v)) for c, s, t, v, _ in ticks} == {
+            ("__system", "__tick", -1, (3600,))
+        }
+        assert len(ticks) >= ROWS // MAX_TUPLES
+    assert sum(n for f in tick_files for *_, n in read_jsonl(f)) == ROWS
+
+
+def test_the_parquet_output_is_the_same_as_under_host_local(tmp_path):
+    """The same spout and Parquet sink under `host local`: the same rows, each once."""
+    base = tmp_path / "local"
+    path = make_topology(base, held=False)
+    assert parquet_row_count(base) == 0
+    result = run_host_local_until(path, tmp_path / "state", lambda: parquet_row_count(base) >= ROWS)
+    assert result.returncode == 0, result.stdout[-5000:]
+    assert collections.Counter(parquet_rows(base)) == EXPECTED

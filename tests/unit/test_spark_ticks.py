@@ -1,0 +1,84 @@
+"""host/spark/ticks.py: when a bolt inside a Spark partition gets its tick tuples, with the time
+given by the test. Through real bolts: tests/integration/test_spark_component_process.py (the
+tick tests) and tests/integration/test_spark_ticks.py (`python -m host spark`)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from host.spark.ticks import TickSchedule
+
+
+def test_nothing_is_due_before_a_run_starts():
+    s = TickSchedule(2)
+    assert not s.periodic_due(1e9)
+    assert s.secs_to_next(0.0) == math.inf
+    assert not s.end_due()
+
+
+def test_the_first_periodic_tick_is_one_period_after_the_run_starts():
+    s = TickSchedule(2)
+    s.start(100.0)
+    assert s.secs_to_next(100.0) == 2.0
+    assert not s.periodic_due(101.999)
+    assert s.periodic_due(102.0)
+    assert not s.periodic_due(102.0)  # once
+    assert s.secs_to_next(102.5) == 1.5
+
+
+def test_a_late_tick_is_not_followed_by_catch_up_ticks():
+    """As host local: the next tick is scheduled a period after the one that fired."""
+    s = TickSchedule(1)
+    s.start(0.0)
+    assert s.periodic_due(5.3)  # the loop was busy: one tick, not five
+    assert not s.periodic_due(6.2)
+    assert s.periodic_due(6.3)
+
+
+def test_the_end_tick_is_owed_once_per_run_and_stops_the_periodic_ones():
+    s = TickSchedule(1)
+    s.start(0.0)
+    assert s.end_due()
+    assert not s.end_due()
+    assert not s.periodic_due(50.0)  # the input is written: no periodic tick after the end one
+    assert s.secs_to_next(50.0) == math.inf
+    s.start(60.0)  # the next run
+    assert s.periodic_due(61.0)
+    assert s.end_due()
+
+
+def test_a_run_started_again_restarts_the_period():
+    s = TickSchedule(10)
+    s.start(0.0)
+    s.start(7.0)  # an abandoned run's schedule does not carry over
+    assert not s.periodic_due(10.0)
+    assert s.periodic_due(17.0)
+
+
+@pytest.mark.parametrize("freq", [0, -1])
+def test_a_frequency_must_be_positive(freq):
+    with pytest.raises(ValueError, match="positive"):
+        TickSchedule(freq)
+
+
+@given(
+    freq=st.integers(1, 30),
+    steps=st.lists(st.floats(0.0, 5.0, allow_nan=False), min_size=1, max_size=200),
+)
+def test_ticks_are_never_closer_than_a_period_and_never_late_while_polled(freq, steps):
+    """Polled at any times, ticks come at least a period apart (the first a period after the
+    start), and a tick is due whenever a period has passed since the last one."""
+    s = TickSchedule(freq)
+    s.start(0.0)
+    now, last = 0.0, 0.0
+    for step in steps:
+        now += step
+        if s.periodic_due(now):
+            assert now - last >= freq
+            last = now
+        else:
+            assert now - last < freq
