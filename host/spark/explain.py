@@ -23,6 +23,7 @@ from host.spark.plan import (
     Plan,
     Stage,
 )
+from host.spark.spout_mix import sources_lines
 from host.topology.flux_java import builtin_for_command
 from host.topology.graph import edge_label
 from host.topology.model import PARTIAL_KEY, Input
@@ -41,10 +42,11 @@ _ROLE_TEXT = {
         "host.spark.batch.max.tuples rows; each complete output directory is one micro-batch"
     ),
     KAFKA_SOURCE: (
-        "runs as the transactional Kafka spout (components.kafka_spout.transactional) with the "
-        "same settings and tuples: each micro-batch is a range of offsets per Kafka partition, "
-        "stored before it is read, so a replay reads the same records; the group's offsets are "
-        "committed once the micro-batch has committed"
+        "runs as the transactional Kafka spout (components.kafka_spout.transactional; the "
+        "storm-kafka spout as components.kafka_spout.storm_kafka_tx) with the same settings and "
+        "tuples: each micro-batch is a range of offsets per Kafka partition, stored before it is "
+        "read, so a replay reads the same records; the offsets are committed once the "
+        "micro-batch has committed (to the group; the storm-kafka spout's to its ZooKeeper nodes)"
     ),
     DRIVER_SPOUT: (
         "runs in the driver: what it emits in a trigger interval is staged as that micro-batch, "
@@ -75,6 +77,7 @@ def explain(plan: Plan) -> str:
             f"  transactional id: {plan.transactional_id}: each micro-batch is one "
             "transaction, committed in txid order"
         )
+    lines.extend(sources_lines(plan))  # several spouts: what a micro-batch holds, or why not
     for number, stage in enumerate(plan.stages, 1):
         lines.extend(_stage_lines(number, stage))
     return "\n".join(lines) + "\n"
@@ -90,6 +93,8 @@ def _stage_lines(number: int, stage: Stage) -> list[str]:
         f"    partitions: {stage.partitions} = {_tasks(stage.tasks)}",
         f"    role: {_ROLE_TEXT[stage.role]}",
     ]
+    if stage.tick_freq is not None:
+        lines.append(f"    ticks: {_ticks(stage.tick_freq)}")
     if stage.inputs:
         union = f" (a union of {len(stage.inputs)})" if stage.union else ""
         lines.append(f"    inputs{union}:")
@@ -113,6 +118,15 @@ def _runs(command: tuple[str, ...]) -> str:
     program = os.path.basename(command[0]) if command else ""
     language = _LANGUAGES.get(program) or ("Python" if program.startswith("python") else None)
     return f"{text} ({language})" if language else text
+
+
+def _ticks(freq: int) -> str:
+    # what host/spark/ticks.py gives: its clock runs only while a partition runs
+    return (
+        f"every {freq} s while its partition's input is written, and one at the end of that "
+        f"input, before the partition waits for its last acks (topology.tick.tuple.freq.secs = "
+        f"{freq}); none between micro-batches"
+    )
 
 
 def _tasks(tasks: tuple[int, ...]) -> str:
