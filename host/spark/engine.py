@@ -7,7 +7,8 @@ query, each micro-batch one transaction (docs/spark.md §4).
 The batch spout is the query's source (host/spark/source.py: the txid is the offset). Each
 micro-batch runs in `foreachBatch` on the driver:
 
-1. txid = Spark batch id + 1. A txid the state already has committed (the driver died after our
+1. txid = the micro-batch's end offset (`_txid`: Spark batch id + 1, or the batch id after an
+   empty first micro-batch). A txid the state already has committed (the driver died after our
    commit and before Spark's) is skipped; a txid beyond the next to commit is an error.
 2. The txid's attempt number is its stored count + 1, written (fsynced) before any of its
    tuples is read: restarts and retries of the micro-batch keep counting up.
@@ -26,6 +27,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import signal
 import threading
 import time
@@ -323,9 +325,12 @@ class SparkEngine:
         if self.stopping:
             self._stop_query_quietly()
         started = time.monotonic()
-        txid = int(batch_id) + 1
         store = BatchStore(self.state_root)  # fresh: executors write task metadata under it
         currtx = store.currtx()
+        txid = self._txid(int(batch_id))
+        if txid is None:
+            self.echo(f"Spark batch {batch_id}: the source had nothing yet, no txid")
+            return
         if txid < currtx:  # committed by us, not yet recorded by Spark when the driver stopped
             self.skipped += 1
             self.echo(f"txid {txid}: committed before (Spark batch {batch_id}), skipped")
@@ -372,6 +377,28 @@ class SparkEngine:
         self.echo(f"txid {txid} committed (attempt {tx.attempt}, {secs:.2f}s)")
         if self.max_batches is not None and self.committed >= self.max_batches:
             self.stop()
+
+    def _txid(self, batch_id: int) -> int | None:
+        """The txid of Spark's micro-batch `batch_id`: the end offset Spark planned for it, as
+        its offset log holds it (written before the micro-batch runs:
+        `<checkpoint>/query/offsets/<batch id>`, two header lines, then the source's offset).
+        Usually batch id + 1; but a fresh query has no committed offset, so Spark runs
+        micro-batch 0 at its first trigger even when our source's latest offset is still its
+        initial one, txid 0 (a spout with nothing yet): an empty micro-batch, None here, and the
+        txids then run one behind the batch ids (docs/spark.md §4.1). The streaming Spark
+        input's offsets are Spark's own source's: batch id + 1."""
+        if self.spark_input is not None and self.spark_input.streaming:
+            return batch_id + 1
+        path = os.path.join(self.query_dir, "offsets", str(batch_id))
+        try:
+            with open(path, encoding="utf-8") as f:
+                offset = json.loads(f.read().splitlines()[2])
+            txid = int(offset["txid"])
+        except (OSError, ValueError, IndexError, KeyError, TypeError) as exc:
+            raise TopologyError(
+                f"cannot read the offset of Spark's micro-batch {batch_id} from {path}: {exc}"
+            ) from None
+        return txid or None
 
     def _stop_query_quietly(self) -> None:
         """End the query from inside `foreachBatch` without Spark recording the micro-batch."""
@@ -443,9 +470,14 @@ def _spout_outputs(rows: Iterable[Any]) -> Iterator[Output]:
         yield (row[2], row[1], loads(row[3]), row[4])
 
 
+# our errors as a traceback in Spark's exception text ends them: `host.errors.TopologyError: ...`
+# (not a source line of the traceback that names the class, `raise TopologyError(`)
+_OUR_ERROR = re.compile(r"\b(ComponentFailed|TopologyError|RoutingError): ")
+
+
 def _first_line(error: BaseException) -> str:
     text = str(error).strip()
     for line in text.splitlines():
-        if "ComponentFailed" in line or "TopologyError" in line or "RoutingError" in line:
+        if _OUR_ERROR.search(line):
             return line.strip()[:1000]
     return (text.splitlines() or [type(error).__name__])[0][:1000]

@@ -21,7 +21,17 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.support.spark_runs import ROOT, WAIT_SECS, applied_tuples, conf_args
+from tests.support.spark_runs import (
+    LOCAL,
+    ROOT,
+    WAIT_SECS,
+    applied_tuples,
+    conf_args,
+    kill,
+    spark_command,
+    start,
+    wait_for,
+)
 
 SENTENCES = 3_000
 MAX_TUPLES = 100  # sentences per micro-batch at most
@@ -30,6 +40,7 @@ BATCHES = 3
 pytestmark = pytest.mark.spark
 
 SPOUT = """\
+import os
 from collections import deque
 from multilang import Spout
 
@@ -45,8 +56,13 @@ class Sentences(Spout):
         with open(conf["test.started"], "a") as f:  # the spout ran: host local must not get here
             f.write("started\\n")
         self.todo = deque(range(int(conf["test.sentences"])))
+        self.go = conf.get("test.go")  # a file: nothing is emitted before it exists
 
     def next_tuple(self):
+        if self.go is not None:
+            if not os.path.exists(self.go):
+                return
+            self.go = None
         for _ in range(10):
             if self.todo:
                 i = self.todo.popleft()
@@ -80,9 +96,10 @@ def sentence(i: int) -> str:
     return f"{words[i % 5]} {words[(i * 3) % 5]} sentence {i % 7}"
 
 
-def make_topology(base: Path) -> Path:
+def make_topology(base: Path, go: Path | None = None) -> Path:
     """The topology directory: the two scripts and `topology.yaml`, with `batch: committer` and
-    no batch spout nor `transactional:` block."""
+    no batch spout nor `transactional:` block. `go`: the spout emits nothing before that file
+    exists."""
     base.mkdir(parents=True, exist_ok=True)
     (base / "sentences.py").write_text(SPOUT)
     (base / "split.py").write_text(SPLIT)
@@ -93,6 +110,7 @@ def make_topology(base: Path) -> Path:
             "test.sentences": SENTENCES,
             "host.spark.batch.max.tuples": MAX_TUPLES,
             "topology.max.spout.pending": 100_000,
+            **({"test.go": str(go)} if go is not None else {}),
         },
         "spouts": {
             "sentences": {"command": ["python", "sentences.py"], "outputs": ["id", "sentence"]}
@@ -173,6 +191,36 @@ def test_host_spark_runs_the_file_each_sentence_committed_once(tmp_path: Path) -
     audit = applied_tuples(db)
     assert [t for t, _ in audit] == list(range(1, BATCHES + 1))
     assert sum(n for _, n in audit) == len(rows)
+
+
+def test_a_spout_with_nothing_at_the_first_trigger(tmp_path: Path) -> None:
+    """A fresh query runs Spark's micro-batch 0 at its first trigger even when the source has no
+    txid yet (its offset still the initial one): an empty micro-batch, which must be no
+    transaction; the txids then start at Spark's micro-batch 1 (host/spark/engine.py `_txid`)."""
+    go = tmp_path / "go"
+    path = make_topology(tmp_path / "topology", go=go)
+    db, checkpoint = tmp_path / "topology" / "out.db", tmp_path / "checkpoint"
+    proc = start(spark_command(path, checkpoint, LOCAL, "--max-batches", "2"))
+    try:
+        # the precondition: Spark recorded micro-batch 0 done while the spout had emitted nothing
+        wait_for(lambda: (checkpoint / "query" / "commits" / "0").exists(), proc, "micro-batch 0")
+        assert not go.exists() and not applied_tuples(db)
+        go.write_text("")
+        out, _ = proc.communicate(timeout=WAIT_SECS * 2)
+    finally:
+        if proc.poll() is None:
+            kill(proc)
+    assert proc.returncode == 0, out[-5000:]
+    assert "Spark batch 0: the source had nothing yet, no txid" in out, out[-5000:]
+    assert "txid 2 committed (attempt 1" in out, out[-5000:]
+    # txids 1 and 2, each sentence's words stored once
+    assert [t for t, _ in applied_tuples(db)] == [1, 2]
+    rows = stored_words(db)
+    ids = sorted({i for i, _ in rows})
+    assert ids == list(range(len(ids))) and ids
+    assert collections.Counter(rows) == collections.Counter(
+        (i, w) for i in ids for w in sentence(i).split()
+    )
 
 
 def test_host_local_refuses_the_file_before_anything_starts(tmp_path: Path) -> None:
