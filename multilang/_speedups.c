@@ -191,16 +191,236 @@ error:
     return NULL;
 }
 
+/* plain_frames(body) -> (values_json, anchors, ids, late, longest) | None
+
+   The Spark component driver's fast path (host/spark/component_process.py): `body`, a str of
+   complete frames, must be nothing but the two frames our client libraries write for the data
+   path, exactly so:
+     {"command":"emit","tuple":[...],"anchors":["<id>"],"need_task_ids":false}\nend\n
+     {"command":"ack","id":"<id>"}\nend\n
+   with <id> -?[0-9]+ and the tuple's text free of \r and \n; anything else: None. Returned:
+   b"[" + the tuples' texts joined by "," + b"]" (UTF-8), the emits' anchors and the acks' ids in
+   order, `late` (the anchors of emits that come after an ack of the same id in `body`, in order)
+   and the longest tuple text in code points. multilang/codec.py's plain_frames_py is the
+   reference (a regular expression); tests/unit/test_speedups.py checks that they agree. */
+
+static const char EMIT_HEAD[] = "{\"command\":\"emit\",\"tuple\":[";
+static const char EMIT_MID[] = "],\"anchors\":[\"";
+static const char EMIT_TAIL[] = "\"],\"need_task_ids\":false}";
+static const char ACK_HEAD[] = "{\"command\":\"ack\",\"id\":\"";
+static const char ACK_TAIL[] = "\"}";
+#define LEN(s) ((Py_ssize_t)(sizeof(s) - 1))
+
+typedef struct {
+    Py_ssize_t tuple, tuple_len;  /* the tuple's text (emits; tuple_len 0: an ack) */
+    Py_ssize_t id, id_len;        /* the anchor's or the ack's digits */
+} frame_span;
+
+static int
+is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* the digits -?[0-9]+ exactly filling [p, q) */
+static int
+is_id(const char *p, const char *q)
+{
+    if (p < q && *p == '-')
+        p++;
+    if (p >= q)
+        return 0;
+    for (; p < q; p++)
+        if (!is_digit(*p))
+            return 0;
+    return 1;
+}
+
+/* One frame at `p` (its line ends at `nl`) into *span; 0 if it is neither plain frame. */
+static int
+scan_frame(const char *base, const char *p, const char *nl, frame_span *span)
+{
+    Py_ssize_t len = nl - p;
+    if (len >= LEN(ACK_HEAD) + 1 + LEN(ACK_TAIL) && memcmp(p, ACK_HEAD, LEN(ACK_HEAD)) == 0) {
+        const char *id = p + LEN(ACK_HEAD), *tail = nl - LEN(ACK_TAIL);
+        if (memcmp(tail, ACK_TAIL, LEN(ACK_TAIL)) != 0 || !is_id(id, tail))
+            return 0;
+        span->tuple = span->tuple_len = 0;
+        span->id = id - base;
+        span->id_len = tail - id;
+        return 1;
+    }
+    /* the head's `[` and the mid's `]` are the tuple's first and last characters */
+    if (len < LEN(EMIT_HEAD) + LEN(EMIT_MID) + 1 + LEN(EMIT_TAIL)
+        || memcmp(p, EMIT_HEAD, LEN(EMIT_HEAD)) != 0)
+        return 0;
+    const char *tail = nl - LEN(EMIT_TAIL);
+    if (memcmp(tail, EMIT_TAIL, LEN(EMIT_TAIL)) != 0)
+        return 0;
+    const char *id = tail;
+    while (id > p && is_digit(id[-1]))
+        id--;
+    if (id == tail)
+        return 0;
+    if (id[-1] == '-')
+        id--;
+    const char *tuple = p + LEN(EMIT_HEAD) - 1, *mid = id - LEN(EMIT_MID);
+    if (mid <= tuple || memcmp(mid, EMIT_MID, LEN(EMIT_MID)) != 0)
+        return 0;
+    Py_ssize_t tuple_len = mid + 1 - tuple;
+    if (memchr(tuple, '\r', tuple_len) != NULL)
+        return 0;
+    span->tuple = tuple - base;
+    span->tuple_len = tuple_len;
+    span->id = id - base;
+    span->id_len = tail - id;
+    return 1;
+}
+
+static Py_ssize_t
+code_points(const char *p, Py_ssize_t n)
+{
+    Py_ssize_t count = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        count += ((unsigned char)p[i] & 0xC0) != 0x80;
+    return count;
+}
+
+static PyObject *
+plain_frames(PyObject *module, PyObject *body)
+{
+    if (!PyUnicode_Check(body)) {
+        PyErr_SetString(PyExc_TypeError, "plain_frames: body must be a str");
+        return NULL;
+    }
+    Py_ssize_t size;
+    const char *base;
+    int ascii = PyUnicode_IS_ASCII(body);
+    if (ascii) {
+        base = (const char *)PyUnicode_DATA(body);
+        size = PyUnicode_GET_LENGTH(body);
+    }
+    else {
+        base = PyUnicode_AsUTF8AndSize(body, &size);
+        if (base == NULL) {  /* lone surrogates: not ours to judge */
+            PyErr_Clear();
+            Py_RETURN_NONE;
+        }
+    }
+
+    /* first pass: every frame's spans, or None */
+    Py_ssize_t cap = 64, n = 0, n_emits = 0, json_size = 2;
+    frame_span *spans = PyMem_Malloc(cap * sizeof(frame_span));
+    if (spans == NULL)
+        return PyErr_NoMemory();
+    const char *p = base, *end = base + size;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', end - p);
+        if (nl == NULL || end - nl < 5 || memcmp(nl, "\nend\n", 5) != 0)
+            goto none;
+        if (n == cap) {
+            cap *= 2;
+            frame_span *more = PyMem_Realloc(spans, cap * sizeof(frame_span));
+            if (more == NULL) {
+                PyMem_Free(spans);
+                return PyErr_NoMemory();
+            }
+            spans = more;
+        }
+        if (!scan_frame(base, p, nl, &spans[n]))
+            goto none;
+        if (spans[n].tuple_len) {
+            n_emits++;
+            json_size += spans[n].tuple_len + 1;
+        }
+        n++;
+        p = nl + 5;
+    }
+
+    /* second pass: the values' JSON, the anchors, the ids and the late anchors */
+    PyObject *json = NULL, *anchors = NULL, *ids = NULL, *late = NULL, *acked = NULL;
+    PyObject *last = NULL;  /* the last anchor made: an emit's next anchor is often the same */
+    Py_ssize_t longest = 0;
+    json = PyBytes_FromStringAndSize(NULL, n_emits ? json_size - 1 : 2);
+    anchors = PyList_New(n_emits);
+    ids = PyList_New(n - n_emits);
+    late = PyList_New(0);
+    acked = PySet_New(NULL);
+    if (json == NULL || anchors == NULL || ids == NULL || late == NULL || acked == NULL)
+        goto error;
+    char *out = PyBytes_AS_STRING(json);
+    *out++ = '[';
+    Py_ssize_t e = 0, a = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        frame_span *s = &spans[i];
+        const char *id = base + s->id;
+        if (s->tuple_len) {
+            if (e)
+                *out++ = ',';
+            memcpy(out, base + s->tuple, s->tuple_len);
+            out += s->tuple_len;
+            Py_ssize_t points = ascii ? s->tuple_len : code_points(base + s->tuple, s->tuple_len);
+            if (points > longest)
+                longest = points;
+            PyObject *anchor;
+            if (last != NULL && PyUnicode_GET_LENGTH(last) == s->id_len
+                && memcmp(PyUnicode_DATA(last), id, s->id_len) == 0)
+                anchor = Py_NewRef(last);
+            else {
+                anchor = PyUnicode_FromStringAndSize(id, s->id_len);
+                if (anchor == NULL)
+                    goto error;
+                last = anchor;
+            }
+            PyList_SET_ITEM(anchors, e++, anchor);
+            if (PySet_GET_SIZE(acked)) {
+                int seen = PySet_Contains(acked, anchor);
+                if (seen < 0 || (seen && PyList_Append(late, anchor) < 0))
+                    goto error;
+            }
+        }
+        else {
+            PyObject *ack = PyUnicode_FromStringAndSize(id, s->id_len);
+            if (ack == NULL)
+                goto error;
+            PyList_SET_ITEM(ids, a++, ack);
+            if (n_emits && PySet_Add(acked, ack) < 0)
+                goto error;
+        }
+    }
+    *out++ = ']';
+    PyMem_Free(spans);
+    Py_DECREF(acked);
+    return Py_BuildValue("(NNNNn)", json, anchors, ids, late, longest);
+
+error:
+    PyMem_Free(spans);
+    Py_XDECREF(json);
+    Py_XDECREF(anchors);
+    Py_XDECREF(ids);
+    Py_XDECREF(late);
+    Py_XDECREF(acked);
+    return NULL;
+
+none:
+    PyMem_Free(spans);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"component_messages", (PyCFunction)(void (*)(void))component_messages, METH_FASTCALL,
      "component_messages(values, Emit, Ack, other) -> list | None\n\n"
      "Parsed component messages -> typed messages; see multilang/codec.py."},
+    {"plain_frames", (PyCFunction)plain_frames, METH_O,
+     "plain_frames(body) -> (values_json, anchors, ids, late, longest) | None\n\n"
+     "A body of plain emit and ack frames, scanned; see multilang/codec.py."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, .m_name = "multilang._speedups",
-    .m_doc = "C version of multilang.codec's component message decoding (optional).",
+    .m_doc = "C versions of multilang.codec's component message decoding and plain_frames "
+              "(optional).",
     .m_size = -1, .m_methods = methods,
 };
 

@@ -15,3 +15,7 @@ def component_messages(
     """Parsed component messages -> typed messages (emits and acks in C, the rest through
     `other`); None as soon as an emit is malformed. The reference version is
     multilang.codec.ComponentDecoder._messages_py."""
+
+def plain_frames(body: str, /) -> tuple[bytes, list[str], list[str], list[str], int] | None:
+    """A body of complete frames, scanned as plain emits and acks only; None for anything else.
+    The reference version is multilang.codec.plain_frames_py."""

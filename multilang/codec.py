@@ -49,6 +49,9 @@ _c_component_messages: (
     ]
     | None
 )
+# plain_frames' result: (values_json, anchors, ids, late, longest); see plain_frames_py
+PlainFrames = tuple[bytes, list[str], list[str], list[str], int]
+_c_plain_frames: Callable[[str], PlainFrames | None] | None
 try:  # ujson is the fast path; the stdlib keeps the clients usable without it
     import ujson as _ujson
 except ImportError:  # pragma: no cover - exercised only where ujson is missing
@@ -63,8 +66,12 @@ try:  # built with the package where a C compiler is found (setup.py)
     from ._speedups import component_messages as _c_component_messages
 except ImportError:
     _c_component_messages = None
+try:  # apart: an extension built before plain_frames existed still gives component_messages
+    from ._speedups import plain_frames as _c_plain_frames
+except ImportError:
+    _c_plain_frames = None
 if _PURE:
-    _orjson = _c_component_messages = None
+    _orjson = _c_component_messages = _c_plain_frames = None
 
 
 DEFAULT_MAX_FRAME = 16 * 1024 * 1024
@@ -620,6 +627,64 @@ def _loads_batch(payloads: list[bytes]) -> list[Any] | None:
     except (ValueError, OverflowError):
         return None
     return values if len(values) == len(payloads) else None
+
+
+# The two frames that make up nearly all of a bolt's stdout, exactly as our client libraries
+# (Python, Node, bash) write them: a plain emit anchored to one tuple, and an ack. ASCII digits
+# only in ids, as the C version reads them.
+_PLAIN_FRAME = re.compile(
+    r'\{"command":"emit","tuple":(\[[^\r\n]*?\]),"anchors":\["(-?\d+)"\],"need_task_ids":false\}'
+    r'\nend\n|\{"command":"ack","id":"(-?\d+)"\}\nend\n',
+    re.ASCII,
+)
+_EMIT_FIXED = len('{"command":"emit","tuple":,"anchors":[""],"need_task_ids":false}\nend\n')
+_ACK_FIXED = len('{"command":"ack","id":""}\nend\n')
+
+
+def plain_frames(body: str) -> PlainFrames | None:
+    """`body` (complete frames) scanned as plain emits and acks only (see plain_frames_py), by
+    the C version when it is built."""
+    if _c_plain_frames is not None:
+        return _c_plain_frames(body)
+    return plain_frames_py(body)
+
+
+def plain_frames_py(body: str) -> PlainFrames | None:
+    """For the Spark component driver's fast path (host/spark/component_process.py): `body`
+    must be nothing but plain emit and ack frames (_PLAIN_FRAME), else None. Returns the emits'
+    tuples as one JSON array's UTF-8 text (`[t1,t2,...]`, for parse_array), their anchors and
+    the acks' ids in order, `late` (the anchors of emits that come after an ack of the same id
+    in `body`, in order: whoever checks anchors against tuples in flight before applying the
+    acks must check these after), and the longest tuple text in characters.
+
+    The matches must tile `body` exactly (their lengths add up to it), and no frame can hide
+    another: a frame is one line (`[^\r\n]`). The reference for multilang/_speedups.c's
+    plain_frames."""
+    found = _PLAIN_FRAME.findall(body)
+    tuples = [t for t, _, _ in found if t]
+    anchors = [a for _, a, _ in found if a]
+    ids = [i for _, _, i in found if i]
+    if len(body) != (
+        _EMIT_FIXED * len(tuples)
+        + _ACK_FIXED * len(ids)
+        + sum(map(len, tuples))
+        + sum(map(len, anchors))
+        + sum(map(len, ids))
+    ):
+        return None
+    try:
+        values_json = ("[" + ",".join(tuples) + "]").encode()
+    except UnicodeEncodeError:  # lone surrogates: not ours to judge
+        return None
+    late: list[str] = []
+    if ids and anchors:
+        acked: set[str] = set()
+        for _, a, i in found:
+            if i:
+                acked.add(i)
+            elif a in acked:
+                late.append(a)
+    return values_json, anchors, ids, late, max(map(len, tuples), default=0)
 
 
 # ---- decoding: host -> component (used by the client libraries) ---------------------------------

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import select
 import signal
 import tempfile
@@ -68,6 +67,7 @@ from multilang.codec import (
     Framer,
     ProtocolError,
     parse_array,
+    plain_frames,
     shorten,
     ujson_dumps,
 )
@@ -100,20 +100,11 @@ REPORT_BYTES = 300
 InputTuple = tuple[str, str, int, list[Any]]  # (source component, stream, source task, values)
 
 END = b"\nend\n"
-# The two frames that make up nearly all of a bolt's stdout, exactly as our client libraries
-# (Python, Node, bash) write them: a plain emit anchored to one tuple, and an ack. A read made
-# only of these is decoded without building a dict or an Emit per message (see _fast_frames);
-# anything else -- another key order, another library, a stream, a direct task -- takes the
-# general decoder (multilang.codec.ComponentDecoder), which is the reference.
-_EMIT_HEAD = '{"command":"emit","tuple":'
-_EMIT_TAIL = ',"anchors":[""],"need_task_ids":false}\nend\n'  # plus the anchor's digits
-_ACK_FRAME = '{"command":"ack","id":""}\nend\n'  # plus the id's digits
-_EMIT_OR_ACK = re.compile(
-    r'\{"command":"emit","tuple":(\[[^\r\n]*?\]),"anchors":\["(-?\d+)"\],"need_task_ids":false\}'
-    r'\nend\n|\{"command":"ack","id":"(-?\d+)"\}\nend\n'
-)
-_EMIT_FIXED = len(_EMIT_HEAD) + len(_EMIT_TAIL)
-_ACK_FIXED = len(_ACK_FRAME)
+# Nearly all of a bolt's stdout is two frames, exactly as our client libraries (Python, Node,
+# bash) write them: a plain emit anchored to one tuple, and an ack. A read made only of these is
+# decoded without a dict or an Emit per message (multilang.codec.plain_frames, in C where built;
+# see _fast_frames); anything else -- another key order, another library, a stream, a direct
+# task -- takes the general decoder (multilang.codec.ComponentDecoder), which is the reference.
 _new_tuple = tuple.__new__  # skips Emit's generated __new__ (as multilang.codec does)
 
 
@@ -688,14 +679,16 @@ class ComponentProcess:
         self._handle(messages)
 
     def _fast_frames(self, data: bytes) -> bool:
-        """Decode a read made only of plain emits and acks (_EMIT_OR_ACK) as the general decoder
-        and `_handle` would, without an object per message; False (nothing done) for a read
-        holding anything else, which the general path then decodes from the start.
+        """Decode a read made only of plain emits and acks (multilang.codec.plain_frames) as the
+        general decoder and `_handle` would, without an object per message; False (nothing
+        done) for a read holding anything else, which the general path then decodes from the
+        start. The tuples must parse as one JSON array of exactly one value per emit, so each
+        is one JSON array.
 
-        Sound because the matches must tile the read's complete frames exactly (their lengths
-        add up), no frame can hide another (`[^\\r\\n]`: a frame is one line), and the tuples
-        must parse as one JSON array of exactly one value per emit, so each is one JSON array
-        (a frame with another key between `tuple` and `anchors` fails to parse)."""
+        `_handle` takes the messages in order; here the anchors are checked against the tuples
+        in flight before the acks are applied, then the `late` ones (anchored to a tuple acked
+        earlier in the read) after: the same verdicts, as an anchor's standing changes only by
+        an ack of that very id."""
         try:
             text = self._carry + data.decode()
         except UnicodeDecodeError:
@@ -707,47 +700,37 @@ class ComponentProcess:
             self._carry = text
             return True
         body = text[:cut]
-        found = _EMIT_OR_ACK.findall(body)
-        tuples = [t for t, _, _ in found if t]
-        anchors = [a for _, a, _ in found if a]
-        ids = [i for _, _, i in found if i]
-        if len(body) != (
-            _EMIT_FIXED * len(tuples)
-            + _ACK_FIXED * len(ids)
-            + sum(map(len, tuples))
-            + sum(map(len, anchors))
-            + sum(map(len, ids))
-        ):
+        scanned = plain_frames(body)
+        if scanned is None:
             return False
-        count = self._fast_count
-        if tuples:
+        values_json, anchors, ids, late, longest = scanned
+        if anchors:
+            count = self._fast_count
             if count is None:
                 return False
             try:
-                values = parse_array(("[" + ",".join(tuples) + "]").encode())
+                values = parse_array(values_json)
             except (ValueError, OverflowError):
                 return False
-            if len(values) != len(tuples) or (count >= 0 and set(map(len, values)) != {count}):
+            if len(values) != len(anchors) or (count >= 0 and set(map(len, values)) != {count}):
                 return False
         else:
             values = []
-        if len(body) > self.max_frame and max(map(len, tuples), default=0) > self.max_frame:
+        if len(body) > self.max_frame and longest > self.max_frame:
             return False
-        # in order: an emit's anchor must be in flight when it comes (not acked before it)
         in_flight = self._in_flight
-        if ids:
-            pop = in_flight.pop
-            for _, a, i in found:
-                if i:
-                    self._answers += 1
-                    if pop(i, None) is None:
-                        self._answered_other(Ack(i))
-                elif a not in in_flight:
-                    self._not_pending(a)
-        elif not in_flight.keys() >= set(anchors):
+        if anchors and not in_flight.keys() >= set(anchors):
             for a in anchors:
                 if a not in in_flight:
                     self._not_pending(a)
+        if ids:
+            self._answers += len(ids)
+            pop = in_flight.pop
+            for i in ids:
+                if pop(i, None) is None:
+                    self._answered_other(Ack(i))
+            for a in late:
+                self._not_pending(a)
         self._carry = text[cut:]
         self._progressed = True
         if values:

@@ -310,3 +310,139 @@ def test_a_batch_with_a_huge_integer_keeps_it_exact():
     stream = b'{"command":"emit","tuple":[%d, "12345678901234567890123"]}\nend\n' % big
     [message] = ComponentDecoder(awaiting_pid=False).feed(stream)
     assert message.values == [big, "12345678901234567890123"] and type(message.values[0]) is int
+
+
+# ---- plain_frames: the Spark component driver's scan of plain emits and acks ----------------------
+
+needs_c_scan = pytest.mark.skipif(
+    codec._c_plain_frames is None, reason="multilang._speedups is not built"
+)
+
+
+def emit_frame(tuple_text: str, anchor: str) -> str:
+    return (
+        f'{{"command":"emit","tuple":{tuple_text},"anchors":["{anchor}"],'
+        '"need_task_ids":false}\nend\n'
+    )
+
+
+def ack_frame(tid: str) -> str:
+    return f'{{"command":"ack","id":"{tid}"}}\nend\n'
+
+
+def same_scan(body: str):
+    py = codec.plain_frames_py(body)
+    c = codec._c_plain_frames(body)  # type: ignore[misc]
+    assert c == py
+    return py
+
+
+@pytest.mark.skipif(pure, reason="MULTILANG_PURE_PYTHON is set")
+def test_the_c_scan_is_built_here():
+    assert codec._c_plain_frames is not None
+
+
+def test_what_our_clients_write_is_scanned_in_order():
+    body = (
+        ack_frame("6")
+        + emit_frame('["the"]', "7")
+        + emit_frame('["cow"]', "7")
+        + ack_frame("7")
+        + emit_frame('["late"]', "7")
+        + emit_frame("[]", "-8")
+    )
+    assert codec.plain_frames_py(body) == (
+        b'[["the"],["cow"],["late"],[]]',
+        ["7", "7", "7", "-8"],
+        ["6", "7"],
+        ["7"],
+        8,
+    )
+    assert codec.plain_frames_py("") == (b"[]", [], [], [], 0)
+    assert codec.plain_frames_py(ack_frame("1") + ack_frame("1")) == (b"[]", [], ["1", "1"], [], 0)
+
+
+def test_anything_else_is_not_scanned():
+    plain = emit_frame('["a"]', "1")
+    for body in [
+        plain + "x",  # trailing bytes
+        plain[:-1],  # no end line
+        plain.replace("\nend\n", "\r\nend\n"),
+        emit_frame('["a\rb"]', "1"),
+        emit_frame('["a"]', "1").replace('"need_task_ids":false', '"need_task_ids":true'),
+        '{"command":"emit","anchors":["1"],"tuple":["a"],"need_task_ids":false}\nend\n',
+        '{"command":"emit","tuple":["a"],"stream":"s","anchors":["1"],"need_task_ids":false}'
+        "\nend\n",
+        emit_frame('["a"]', ""),
+        emit_frame('["a"]', "--1"),
+        emit_frame('["a"]', "1-"),
+        emit_frame('["a"]', "x"),
+        emit_frame('["a"]', "\u0661"),  # an Arabic-Indic digit: ASCII digits only
+        emit_frame('"a"', "1"),
+        emit_frame("]", "1"),
+        ack_frame(""),
+        ack_frame("1 "),
+        '{"command":"sync"}\nend\n',
+        '{"command":"ack","id":1}\nend\n',
+    ]:
+        assert codec.plain_frames_py(body) is None, body
+
+
+def test_a_tuple_may_hold_what_looks_like_the_frame_s_tail():
+    text = '["],\\"anchors\\":[\\"5\\"],\\"need_task_ids\\":false}", "é😀"]'
+    got = codec.plain_frames_py(emit_frame(text, "12"))
+    assert got == (f"[{text}]".encode(), ["12"], [], [], len(text))
+
+
+@needs_c_scan
+@pytest.mark.parametrize(
+    "body",
+    [
+        "",
+        ack_frame("6") + emit_frame('["the"]', "7") + ack_frame("7") + emit_frame("[1]", "7"),
+        emit_frame('["é", "😀", "\\u00e9"]', "-12345678901234567890"),
+        emit_frame('["],\\"anchors\\":[\\"5\\"],\\"need_task_ids\\":false}x"]', "3"),
+        emit_frame('["a"]', "1") + "x",
+        emit_frame('["a"]', "1")[:-1],
+        emit_frame('["a\rb"]', "1"),
+        emit_frame('["a"]', "\u0661"),
+        emit_frame('["a"]', "--1"),
+        emit_frame('["\ud800"]', "1"),  # a lone surrogate: not UTF-8, not scanned
+        emit_frame("]", "1"),
+        emit_frame("[]", "1"),
+        ack_frame("-0") + ack_frame("1") + ack_frame("1"),
+        '{"command":"ack","id":"1"}\nend',
+        '{"command":"ack","id":"1"}\n\nend\n',
+        "\nend\n",
+    ],
+)
+def test_the_c_scan_agrees_on_fixed_cases(body):
+    same_scan(body)
+
+
+def test_the_pure_python_scan_is_used_without_the_c_one(monkeypatch):
+    monkeypatch.setattr(codec, "_c_plain_frames", None)
+    assert codec.plain_frames(emit_frame("[1]", "2")) == (b"[[1]]", ["2"], [], [], 3)
+
+
+_tuple_texts = st.one_of(
+    st.lists(st.text(max_size=6), max_size=3).map(lambda v: ujson.dumps(v, ensure_ascii=False)),
+    st.text(alphabet='[]",\\:{}a1-é\r\n ', max_size=12),
+)
+_ids = st.one_of(
+    st.integers(-(2**70), 2**70).map(str), st.text(alphabet="-0123456789x\u0661", max_size=4)
+)
+_frames = st.one_of(
+    st.builds(emit_frame, _tuple_texts, _ids),
+    st.builds(ack_frame, _ids),
+    st.sampled_from(['{"command":"sync"}\nend\n', "\nend\n", "end\n", "x", "\r"]),
+)
+
+
+@needs_c_scan
+@settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(frames=st.lists(_frames, max_size=8), cut=st.integers(0, 3))
+def test_random_bodies_are_scanned_as_the_python_version(frames, cut):
+    body = "".join(frames)
+    same_scan(body)
+    same_scan(body[: len(body) - cut])  # a body cut short
