@@ -220,9 +220,8 @@ def _driver_thread() -> ThreadPoolExecutor:
 
 
 class BatchRun:
-    """The RDDs and jobs of one micro-batch. `source_rdd` holds the spouts' output rows, in
-    their tasks' partitions (partition i = spout task i; with several spouts, every task of
-    every spout, the row's task telling whose)."""
+    """The RDDs and jobs of one micro-batch. `source_rdd` holds the batch spout's output rows,
+    in its tasks' partitions (partition i = spout task i)."""
 
     def __init__(self, plan: Plan, source_rdd: Any, tx: Tx, run_id: str) -> None:
         self.plan = plan
@@ -237,7 +236,8 @@ class BatchRun:
         self.pre_commit_terminals: list[Any] = []
         self.commit_terminals: list[Any] = []
         self.driver_inputs: list[tuple[tuple[str, int], Any]] = []  # (stage, input #), keyed RDD
-        self._sources(source_rdd)
+        spout = next(s for s in plan.stages if s.component.is_spout)
+        self._keep(spout, source_rdd.mapPartitions(chunked, preservesPartitioning=True))
         for stage in plan.stages:
             if stage.component.is_spout:
                 continue
@@ -245,24 +245,6 @@ class BatchRun:
                 self._driver_inputs(stage)
             else:
                 self._build(stage)
-
-    def _sources(self, source_rdd: Any) -> None:
-        """Each spout stage's output from the source's rows. Several spouts (plain spouts staged
-        together, docs/spark.md §4.9) share one source: its chunks are computed once (persisted)
-        and each spout takes the chunks of its own tasks (task ids are unique in a topology, and
-        a chunk holds one task's rows). A spout's result then has the source's partition count,
-        not its own: only pass-through and round-robin exchanges (shuffle, none,
-        local_or_shuffle: any task will do) use a source partition's index, so routing stays
-        that of `host local`."""
-        spouts = [s for s in self.plan.stages if s.component.is_spout]
-        chunks = source_rdd.mapPartitions(chunked, preservesPartitioning=True)
-        if len(spouts) == 1:
-            self._keep(spouts[0], chunks)
-            return
-        chunks = chunks.persist()
-        self.persisted.append(chunks)
-        for spout in spouts:
-            self._keep(spout, chunks.filter(_of_tasks(frozenset(spout.tasks))))
 
     def _keep(self, stage: Stage, rdd: Any) -> None:
         if stage.cached:
@@ -361,13 +343,6 @@ class BatchRun:
         for rdd in self.persisted:
             rdd.unpersist(blocking=False)
         self.persisted = []
-
-
-def _of_tasks(tasks: frozenset[int]) -> Callable[[Chunk], bool]:
-    def keep(chunk: Chunk) -> bool:
-        return chunk[1] in tasks
-
-    return keep
 
 
 def _drain(items: Iterable[Any]) -> None:
