@@ -57,6 +57,7 @@ from host.spark.source import (
     source_options,
 )
 from host.spark.spark_input_source import SparkInput
+from host.spark.spout_mix import check_sources
 from host.spark.staged_source import STAGED_SOURCE_NAME, StagedSpouts, StagedSpoutSource
 from host.spark.stages import BatchRun, Output
 from host.topology import settings as cfg
@@ -103,17 +104,10 @@ _QUIET_STOP = _QuietStopFilter()
 
 
 def check_supported(plan: Plan) -> Stage:
-    """The plan's one spout (every kind of source runs: docs/spark.md §2.3); TopologyError for a
-    topology with more than one (docs/spark.md §5: not built yet)."""
-    topology = plan.topology
-    spouts = [s for s in plan.stages if s.component.is_spout]
-    if len(spouts) != 1:
-        raise TopologyError(
-            f"has {len(spouts)} spouts: the Spark engine runs one spout per topology "
-            "(docs/spark.md §5)",
-            file=topology.source,
-        )
-    return spouts[0]
+    """The plan's first spout, once its spouts are known to run together (one spout of any
+    kind, or several plain spouts: host/spark/spout_mix.py, docs/spark.md §2.3, §4.9);
+    TopologyError for a mix that does not."""
+    return check_sources(plan)[0]
 
 
 KILL_TIMEOUT_KEY, KILL_TIMEOUT = "spark.python.task.killTimeout", "200ms"
@@ -178,6 +172,7 @@ class SparkEngine:
             plan = make_plan(mapped)
             self.spout = check_supported(plan)
         self.plan = plan
+        self.spouts = check_sources(plan)  # one, or several plain spouts staged together (§4.9)
         self.state_root = os.path.join(self.checkpoint, STATE_SUBDIR)
         self.query_dir = os.path.join(self.checkpoint, QUERY_SUBDIR)
         self.settings = spark_settings(plan, master)
@@ -198,7 +193,7 @@ class SparkEngine:
         self.staged = (
             StagedSpouts(
                 plan,
-                self.spout,
+                self.spouts,
                 self.checkpoint,
                 self.state_root,
                 trigger_secs=trigger_secs,
@@ -241,8 +236,10 @@ class SparkEngine:
         """Run until max_batches commits or a stop; 0, or raises EngineFailed."""
         check_pyspark()
         os.makedirs(self.state_root, exist_ok=True)
-        spout = self.spout
-        BatchStore(self.state_root).check_parallelism(spout.id, spout.partitions)
+        spouts = self.spouts
+        BatchStore(self.state_root).check_parallelism(
+            ", ".join(s.id for s in spouts), sum(s.partitions for s in spouts)
+        )
         own_session = self.spark is None
         if own_session:
             from components.spark_spout.session import start_session

@@ -23,6 +23,7 @@ from host.spark.plan import (
     Plan,
     Stage,
 )
+from host.spark.spout_mix import sources_lines
 from host.topology.flux_java import builtin_for_command
 from host.topology.graph import edge_label
 from host.topology.model import PARTIAL_KEY, Input
@@ -76,6 +77,7 @@ def explain(plan: Plan) -> str:
             f"  transactional id: {plan.transactional_id}: each micro-batch is one "
             "transaction, committed in txid order"
         )
+    lines.extend(sources_lines(plan))  # several spouts: what a micro-batch holds, or why not
     for number, stage in enumerate(plan.stages, 1):
         lines.extend(_stage_lines(number, stage))
     return "\n".join(lines) + "\n"

@@ -2,14 +2,15 @@
 Structured Streaming source: run in the driver, what it emits staged durably as micro-batches
 (docs/spark.md, "Plain spouts on Spark").
 
-    staged = StagedSpouts(plan, spout_stage, checkpoint, state_root, trigger_secs=1.0)
+    staged = StagedSpouts(plan, spout_stages, checkpoint, state_root, trigger_secs=1.0)
     staged.start()                       # recovers the staging, starts the spout tasks
     spark.readStream.format(STAGED_SOURCE_NAME).options(**staged.options()).load()
     ...
     staged.committed(txid)               # in foreachBatch, once the txid is committed
     staged.close()                       # fails what was never staged; ends the spout tasks
 
-Driver side (`StagedSpouts`): one thread per spout task drives its process
+Driver side (`StagedSpouts`): one thread per spout task -- every task of every plain spout of the
+topology, which are staged together (docs/spark.md §4.9) -- drives its process
 (host/spark/spout_process.py: `next`, `ack`, `fail`, lock-step unless the library pipelines);
 what the tasks emit is buffered, and a stager thread cuts the buffer into batches: once a trigger
 interval has passed since the last cut, or `host.spark.batch.max.tuples` tuples are buffered.
@@ -147,15 +148,20 @@ def encode_row(m: Emit) -> bytes:
 
 def staged_ids(staged_root: str, txid: int) -> list[str]:
     """The message ids (as `id_key` text) of a staged batch's reliable tuples."""
+    return [msg_id for _, msg_id in staged_task_ids(staged_root, txid)]
+
+
+def staged_task_ids(staged_root: str, txid: int) -> list[tuple[int, str]]:
+    """(task id, message id as `id_key` text) of a staged batch's reliable tuples."""
     manifest = read_manifest(staged_root, txid)
     out = []
-    for index in range(len(manifest["tasks"]) if manifest else 0):
+    for index, task in enumerate(manifest["tasks"] if manifest else ()):
         path = os.path.join(staged_path(staged_root, txid), ROWS.format(index=index))
         with open(path, encoding="utf-8") as f:
             for line in f:
                 msg_id = line.split("\t", 3)[2]
                 if msg_id:
-                    out.append(msg_id)
+                    out.append((task, msg_id))
     return out
 
 
@@ -264,15 +270,45 @@ class StagedSpoutReader(DataSourceStreamReader):
 
 # ---- the driver side ------------------------------------------------------------------------------
 
+
+def fair_shares(sizes: Sequence[int], limit: int) -> list[int]:
+    """How many of each task's buffered tuples (`sizes`) go into a batch of at most `limit`:
+    all of them when they fit; else equal shares, a task with fewer than its share leaving the
+    rest to the others, the remainder going to the first tasks. No task (no spout, when several
+    are staged together) keeps another out of a batch."""
+    if sum(sizes) <= limit:
+        return list(sizes)
+    shares = [0] * len(sizes)
+    left = limit
+    waiting = sorted(range(len(sizes)), key=lambda i: sizes[i])  # the smallest first
+    while waiting:
+        each = left // len(waiting)
+        smallest = waiting[0]
+        if sizes[smallest] <= each:
+            shares[smallest] = sizes[smallest]
+            left -= sizes[smallest]
+            waiting.pop(0)
+            continue
+        # every task left has more than `each`, so each can give one more of the remainder
+        rest = sorted(waiting)
+        extra = left - each * len(rest)
+        for k, i in enumerate(rest):
+            shares[i] = each + (1 if k < extra else 0)
+        break
+    return shares
+
+
 Tagged = tuple[int, Emit]  # (process generation, emit)
 
 
 class _Task:
     """What the stager and a task thread share about one spout task (under StagedSpouts.lock)."""
 
-    def __init__(self, index: int, task: int) -> None:
-        self.index = index
+    def __init__(self, index: int, spout: Stage, task: int, max_pending: int | None) -> None:
+        self.index = index  # its partition of the source: its place among every spout's tasks
+        self.spout = spout  # the spout it is a task of
         self.task = task
+        self.max_pending = max_pending  # its spout's topology.max.spout.pending
         self.buffer: list[Tagged] = []  # emitted, not yet staged
         self.outcomes: list[tuple[int, str, Any]] = []  # (generation, "ack" | "fail", id) to write
         self.pending = 0  # its reliable tuples buffered or staged, not yet acked or failed
@@ -281,14 +317,15 @@ class _Task:
 
 
 class StagedSpouts:
-    """The driver's side of a plain spout on Spark: its tasks' processes, the staging, the
+    """The driver's side of the plain spouts on Spark: their tasks' processes, the staging, the
     outcomes (see the module's docstring). `start`, `committed` and `close` are called by the
-    engine; the rest runs in threads of its own."""
+    engine; the rest runs in threads of its own. `spouts`: every plain spout of the topology
+    (one or more), staged together: a micro-batch holds what any of their tasks emitted."""
 
     def __init__(
         self,
         plan: Plan,
-        spout: Stage,
+        spouts: Sequence[Stage],
         checkpoint: str,
         state_root: str,
         *,
@@ -296,29 +333,38 @@ class StagedSpouts:
         run_id: str = "spark",
     ) -> None:
         self.topology = plan.topology
-        self.spout = spout
+        self.spouts = tuple(spouts)
+        self.name = ", ".join(s.id for s in self.spouts)  # for the log
         self.staged_root = os.path.join(checkpoint, STAGED_SUBDIR)
         self.state_root = state_root
         self.trigger_secs = trigger_secs
         self.run_id = run_id
         self.max_tuples = max_batch_tuples(plan.topology)
-        self.max_pending = cfg.component_settings(plan.topology, spout.component).max_spout_pending
         self.lock = threading.Condition()
-        self.tasks = [_Task(i, t) for i, t in enumerate(spout.tasks)]
+        every = [(spout, task) for spout in self.spouts for task in spout.tasks]
+        self.tasks = [
+            _Task(i, spout, task, self._max_pending(spout)) for i, (spout, task) in enumerate(every)
+        ]
+        self.task_ids = tuple(t.task for t in self.tasks)  # the source's partitions, in order
+        self.fair_share = -(-self.max_tuples // len(self.tasks))  # a task's share of a full batch
         self.currtx = 1  # the lowest txid not committed
         self.next_txid = 1  # the next txid to stage
         # txid -> its reliable tuples: (task index, generation, message id)
         self.staged_ids: dict[int, list[tuple[int, int, Any]]] = {}
-        # message ids staged by an earlier run and not yet committed -> their txid: a spout that
-        # replays them after a restart (its own durable record says they were never acked) is
-        # not staged again; the re-emit is acked when that txid commits
-        self.replayed: dict[str, int] = {}
+        # (spout, message id) staged by an earlier run and not yet committed -> their txid: a
+        # spout that replays them after a restart (its own durable record says they were never
+        # acked) is not staged again; the re-emit is acked when that txid commits. Keyed by the
+        # spout too: two spouts may use the same ids
+        self.replayed: dict[tuple[str, str], int] = {}
         self.deduplicated = 0
         self.stopping = False  # no more `next`s nor staging
         self.closing = False  # task threads: drain their outcomes, then end their processes
         self.acked = self.failed = 0
         self.staged_batches = 0
         self._stager: threading.Thread | None = None
+
+    def _max_pending(self, spout: Stage) -> int | None:
+        return cfg.component_settings(self.topology, spout.component).max_spout_pending
 
     def options(self) -> dict[str, str]:
         """What `readStream.format(STAGED_SOURCE_NAME)` takes."""
@@ -331,7 +377,7 @@ class StagedSpouts:
         self._recover()
         for t in self.tasks:
             t.thread = threading.Thread(
-                target=self._run_task, args=(t,), name=f"spout {self.spout.id}[{t.task}]"
+                target=self._run_task, args=(t,), name=f"spout {t.spout.id}[{t.task}]"
             )
             t.thread.daemon = True
             t.thread.start()
@@ -346,6 +392,7 @@ class StagedSpouts:
         store = BatchStore(self.state_root)
         self.currtx = store.currtx()
         expected = self.currtx
+        spout_of = {t.task: t.spout.id for t in self.tasks}
         for txid in staged_txids(self.staged_root):
             if txid < self.currtx:  # committed; the driver died before deleting it
                 delete_staged(self.staged_root, txid)
@@ -358,8 +405,9 @@ class StagedSpouts:
                 )
             if meta_record(self.state_root, txid) is None:  # died between staging and meta
                 store.put_meta(txid, {"staged": True}, 0)
-            for key in staged_ids(self.staged_root, txid):
-                self.replayed[key] = txid
+            for task, key in staged_task_ids(self.staged_root, txid):
+                # a task the topology no longer has: its spout's ids cannot come back
+                self.replayed[(spout_of.get(task, ""), key)] = txid
             log.info("txid %d: staged by an earlier run, replayed from %s", txid, self.staged_root)
             expected += 1
         self.next_txid = expected
@@ -409,17 +457,21 @@ class StagedSpouts:
 
     # -- a spout task's thread -------------------------------------------------------------------
     def _wants_next(self, t: _Task) -> bool:
+        """Under the lock. A task below its fair share of a batch may go on when the others
+        have filled one: otherwise a fast spout keeps a slower one out of batch after batch
+        (seen with a Python and a Node spout). So at most about twice max_tuples are buffered."""
         if self.stopping:
             return False
-        if sum(len(x.buffer) for x in self.tasks) >= self.max_tuples:
+        full = sum(len(x.buffer) for x in self.tasks) >= self.max_tuples
+        if full and len(t.buffer) >= self.fair_share:
             return False
-        return self.max_pending is None or t.pending < self.max_pending
+        return t.max_pending is None or t.pending < t.max_pending
 
     def _run_task(self, t: _Task) -> None:
         """Drive task t's process until closing; restart it (with a back-off) when it breaks.
         The process is started in this thread: its parent-death signal is tied to it."""
-        proc = SpoutProcess(self.topology, self.spout.id, t.task, run_id=self.run_id)
-        settings = cfg.component_settings(self.topology, self.spout.component)
+        proc = SpoutProcess(self.topology, t.spout.id, t.task, run_id=self.run_id)
+        settings = cfg.component_settings(self.topology, t.spout.component)
         backoff = settings.restart_backoff_initial_secs
         try:
             while True:
@@ -483,7 +535,8 @@ class StagedSpouts:
         out = []
         for m in emits:
             try:
-                txid = None if m.id is None else self.replayed.pop(id_key(m.id), None)
+                key = None if m.id is None else (t.spout.id, id_key(m.id))
+                txid = None if key is None else self.replayed.pop(key, None)
             except (TypeError, ValueError):  # an id JSON cannot hold was never staged
                 txid = None
             if txid is None:
@@ -523,24 +576,24 @@ class StagedSpouts:
             self._stage(txid, cut)
 
     def _cut(self) -> list[list[Tagged]]:
-        """Up to max_tuples buffered tuples, each task's oldest first (under the lock)."""
-        left = self.max_tuples
+        """Up to max_tuples buffered tuples, each task's oldest, shared fairly between the tasks
+        (`fair_shares`; under the lock)."""
+        shares = fair_shares([len(t.buffer) for t in self.tasks], self.max_tuples)
         cut = []
-        for t in self.tasks:
-            share, t.buffer = t.buffer[:left], t.buffer[left:]
-            left -= len(share)
+        for t, n in zip(self.tasks, shares, strict=True):
+            share, t.buffer = t.buffer[:n], t.buffer[n:]
             cut.append(share)
         return cut
 
     def _stage(self, txid: int, cut: list[list[Tagged]]) -> None:
         try:
             rows = [[encode_row(m) for _, m in share] for share in cut]
-            write_staged(self.staged_root, txid, self.spout.tasks, rows)
+            write_staged(self.staged_root, txid, self.task_ids, rows)
             BatchStore(self.state_root).put_meta(txid, {"staged": True}, 0)
         except (OSError, TypeError) as exc:
             log.error(
                 "%s: txid %d could not be staged (%s); its %d tuple(s) are failed",
-                self.spout.id,
+                self.name,
                 txid,
                 exc,
                 sum(len(s) for s in cut),

@@ -220,8 +220,9 @@ def _driver_thread() -> ThreadPoolExecutor:
 
 
 class BatchRun:
-    """The RDDs and jobs of one micro-batch. `source_rdd` holds the batch spout's output rows,
-    in its tasks' partitions (partition i = spout task i)."""
+    """The RDDs and jobs of one micro-batch. `source_rdd` holds the spouts' output rows, in
+    their tasks' partitions (partition i = spout task i; with several spouts, every task of
+    every spout, the row's task telling whose)."""
 
     def __init__(self, plan: Plan, source_rdd: Any, tx: Tx, run_id: str) -> None:
         self.plan = plan
@@ -236,8 +237,7 @@ class BatchRun:
         self.pre_commit_terminals: list[Any] = []
         self.commit_terminals: list[Any] = []
         self.driver_inputs: list[tuple[tuple[str, int], Any]] = []  # (stage, input #), keyed RDD
-        spout = next(s for s in plan.stages if s.component.is_spout)
-        self._keep(spout, source_rdd.mapPartitions(chunked, preservesPartitioning=True))
+        self._sources(source_rdd)
         for stage in plan.stages:
             if stage.component.is_spout:
                 continue
@@ -245,6 +245,24 @@ class BatchRun:
                 self._driver_inputs(stage)
             else:
                 self._build(stage)
+
+    def _sources(self, source_rdd: Any) -> None:
+        """Each spout stage's output from the source's rows. Several spouts (plain spouts staged
+        together, docs/spark.md §4.9) share one source: its chunks are computed once (persisted)
+        and each spout takes the chunks of its own tasks (task ids are unique in a topology, and
+        a chunk holds one task's rows). A spout's result then has the source's partition count,
+        not its own: only pass-through and round-robin exchanges (shuffle, none,
+        local_or_shuffle: any task will do) use a source partition's index, so routing stays
+        that of `host local`."""
+        spouts = [s for s in self.plan.stages if s.component.is_spout]
+        chunks = source_rdd.mapPartitions(chunked, preservesPartitioning=True)
+        if len(spouts) == 1:
+            self._keep(spouts[0], chunks)
+            return
+        chunks = chunks.persist()
+        self.persisted.append(chunks)
+        for spout in spouts:
+            self._keep(spout, chunks.filter(_of_tasks(frozenset(spout.tasks))))
 
     def _keep(self, stage: Stage, rdd: Any) -> None:
         if stage.cached:
@@ -343,6 +361,13 @@ class BatchRun:
         for rdd in self.persisted:
             rdd.unpersist(blocking=False)
         self.persisted = []
+
+
+def _of_tasks(tasks: frozenset[int]) -> Callable[[Chunk], bool]:
+    def keep(chunk: Chunk) -> bool:
+        return chunk[1] in tasks
+
+    return keep
 
 
 def _drain(items: Iterable[Any]) -> None:

@@ -269,9 +269,9 @@ def test_explain_prints_the_plan_and_starts_nothing() -> None:
     assert "stage 4: bolt store: committer in the batch group" in result.output
 
 
-def test_a_second_spout_is_refused_and_a_spark_input_is_planned(tmp_path: Path) -> None:
-    """A second spout is refused before anything starts (plain spouts run:
-    tests/integration/test_spark_staged_spouts.py; the Spark spout's inputs:
+def test_spouts_of_mixed_kinds_are_refused_and_a_spark_input_is_planned(tmp_path: Path) -> None:
+    """A plain spout beside a Kafka spout is refused before anything starts (several plain
+    spouts run: tests/integration/test_spark_several_spouts.py; the Spark spout's inputs:
     tests/integration/test_spark_input_source.py)."""
     from click.testing import CliRunner
 
@@ -282,18 +282,21 @@ def test_a_second_spout_is_refused_and_a_spark_input_is_planned(tmp_path: Path) 
     assert "stage 1: spout lines: spark input" in result.output
 
     (tmp_path / "s.py").write_text("# never run\n")
-    two = tmp_path / "two.yaml"
-    two.write_text(
-        "name: two\n"
+    mixed = tmp_path / "mixed.yaml"
+    mixed.write_text(
+        "name: mixed\n"
         "spouts:\n"
         "  a: {command: [python, s.py], outputs: [x]}\n"
-        "  b: {command: [python, s.py], outputs: [x]}\n"
+        "  k: {kafka: {bootstrap.servers: '127.0.0.1:9', topics: [words]}}\n"
         "bolts:\n"
-        "  c: {command: [python, s.py], outputs: [], inputs: {a: shuffle, b: shuffle}}\n"
+        "  c: {command: [python, s.py], outputs: [], inputs: {a: shuffle, k: shuffle}}\n"
     )
-    result = CliRunner().invoke(spark, [str(two)])
+    checkpoint = tmp_path / "checkpoint"
+    result = CliRunner().invoke(spark, [str(mixed), "--checkpoint", str(checkpoint)])
     assert result.exit_code == 2
-    assert "has 2 spouts" in result.output
+    assert "has 2 spouts of which not all are plain spouts" in result.output
+    assert "'k' (kafka source)" in result.output
+    assert not checkpoint.exists()  # refused before anything starts
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["--shared-runs"]:

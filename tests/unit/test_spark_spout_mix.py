@@ -1,0 +1,115 @@
+"""Which spouts run together on the Spark engine (host/spark/spout_mix.py; docs/spark.md §4.9):
+several plain spouts are one staged source, any other mix is refused before anything starts, and
+`--explain` shows every source. Pure: no Spark."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from host.errors import TopologyError
+from host.spark.engine import check_supported
+from host.spark.explain import explain
+from host.spark.plan import DRIVER_SPOUT, KAFKA_SOURCE, TRANSACTIONAL_SOURCE, plan
+from host.spark.spout_mix import check_sources, refusal
+from host.topology.model import BATCH_SPOUT, BOLT, SPOUT, Component, Grouping, Input, Topology
+
+KAFKA = ("python", "-m", "components.kafka_spout")
+
+
+def spout(id: str, command: tuple[str, ...] = ("python", "s.py"), **kw: object) -> Component:
+    return Component(id, SPOUT, command, outputs={"default": ("id", "text")}, **kw)  # type: ignore[arg-type]
+
+
+def topology(*spouts: Component) -> Topology:
+    inputs = tuple(Input(s.id, "default", Grouping("shuffle")) for s in spouts)
+    sink = Component("sink", BOLT, ("python", "b.py"), outputs={}, inputs=inputs, parallelism=2)
+    return Topology("several", (*spouts, sink), source="several.yaml")
+
+
+def test_plain_spouts_run_together_in_every_language():
+    p = plan(
+        topology(
+            spout("py", parallelism=2),
+            spout("js", ("node", "s.js")),
+            spout("sh", ("bash", "s.sh")),
+        )
+    )
+    stages = check_sources(p)
+    assert [s.id for s in stages] == ["py", "js", "sh"]
+    assert {s.role for s in stages} == {DRIVER_SPOUT}
+    assert check_supported(p).id == "py"
+    assert refusal(p) is None
+
+
+def test_one_spout_of_any_kind_runs_alone():
+    for one in (spout("k", KAFKA), spout("b", batch=BATCH_SPOUT), spout("p")):
+        assert refusal(plan(topology(one))) is None
+
+
+@pytest.mark.parametrize(
+    "spouts, kinds",
+    [
+        ((spout("p"), spout("k", KAFKA)), [f"'p' ({DRIVER_SPOUT})", f"'k' ({KAFKA_SOURCE})"]),
+        (
+            (spout("k1", KAFKA), spout("k2", KAFKA)),
+            [f"'k1' ({KAFKA_SOURCE})", f"'k2' ({KAFKA_SOURCE})"],
+        ),
+        ((spout("b", batch=BATCH_SPOUT), spout("p")), [f"'b' ({TRANSACTIONAL_SOURCE})"]),
+    ],
+)
+def test_other_mixes_are_refused_naming_the_file_the_spouts_and_why(spouts, kinds):
+    p = plan(topology(*spouts))
+    with pytest.raises(TopologyError) as caught:
+        check_sources(p)
+    text = str(caught.value)
+    assert text.startswith("several.yaml: ")
+    for kind in kinds:
+        assert kind in text
+    assert "its txids would drift from the micro-batches" in text
+    with pytest.raises(TopologyError):
+        check_supported(p)  # the engine refuses it before anything starts
+    # --explain still prints the plan, with the refusal at its head
+    assert "  sources: refused: the topology has 2 spouts" in explain(p)
+
+
+def test_explain_lists_every_source_of_several_plain_spouts():
+    text = explain(plan(topology(spout("py", parallelism=2), spout("js", ("node", "s.js")))))
+    lines = text.splitlines()
+    at = lines.index(
+        "  sources: 2 plain spouts, staged together: each micro-batch holds what every one of "
+        "them emitted (one staged file per spout task), one transaction over all"
+    )
+    # in the plan's order (the file's); task ids as `host local` gives them (code-point order of
+    # the ids, __acker first)
+    assert lines[at + 1 : at + 3] == [
+        "    py: driver-staged plain spout, task(s) 3, 4",
+        "    js: driver-staged plain spout, task(s) 2",
+    ]
+    # a single spout's plan has no sources line
+    assert "sources:" not in explain(plan(topology(spout("py"))))
+
+
+# ---- the staged batch's cut: fair between the tasks of every spout -----------------------------
+
+
+def test_a_batch_is_shared_fairly_between_the_spouts_tasks():
+    from host.spark.staged_source import fair_shares
+
+    assert fair_shares([30, 40], 100) == [30, 40]  # it all fits
+    assert fair_shares([500, 0, 500], 200) == [100, 0, 100]  # one fast spout keeps no one out
+    assert fair_shares([10, 500, 500], 201) == [10, 96, 95]  # the rest of a small one shared
+    assert fair_shares([7, 7, 7], 10) == [4, 3, 3]  # the remainder to the first tasks
+
+
+@given(st.lists(st.integers(0, 1000), min_size=1, max_size=8), st.integers(1, 3000))
+def test_fair_shares_fill_the_batch_and_cut_only_the_largest(sizes, limit):
+    from host.spark.staged_source import fair_shares
+
+    shares = fair_shares(sizes, limit)
+    assert sum(shares) == min(sum(sizes), limit)
+    assert all(0 <= n <= size for n, size in zip(shares, sizes, strict=True))
+    cut_short = [n for n, size in zip(shares, sizes, strict=True) if n < size]
+    if cut_short:  # a task cut short got at least as much as any other task, less one
+        assert min(cut_short) >= max(shares) - 1
