@@ -18,7 +18,9 @@ $(STAMP): pyproject.toml setup.py multilang/_speedups.c | tools
 # test (tests/e2e/test_web_ui.py); gcc and the Python headers build the optional C decoder
 # (setup.py), so they come before the install. ZooKeeper (its server jar, run as a plain process
 # by tests/support/zookeeper.py) is for the storm-kafka spout's tests. Ruby runs Storm's storm.rb
-# in tests/integration/test_batch_compat.py.
+# in tests/integration/test_batch_compat.py. util-linux's setpriv gives the processes the Spark
+# driver starts from its threads their parent-death signal (docs/architecture.md, "Starting a
+# process").
 tools:
 	@missing=""; \
 	command -v gcc >/dev/null 2>&1 || missing="$$missing gcc"; \
@@ -27,6 +29,7 @@ tools:
 	command -v npm >/dev/null 2>&1 || missing="$$missing npm"; \
 	command -v shellcheck >/dev/null 2>&1 || missing="$$missing shellcheck"; \
 	command -v jq >/dev/null 2>&1 || missing="$$missing jq"; \
+	command -v setpriv >/dev/null 2>&1 || missing="$$missing util-linux"; \
 	command -v ruby >/dev/null 2>&1 || missing="$$missing ruby"; \
 	command -v dot >/dev/null 2>&1 || missing="$$missing graphviz"; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \

@@ -9,9 +9,14 @@ exited) or from `poll()`, and the event loop owns both.
 from __future__ import annotations
 
 import ctypes
+import errno
+import functools
+import logging
 import os
+import shutil
 import signal
 import subprocess
+import threading
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import IO
@@ -21,6 +26,7 @@ from host.topology.model import Component
 from multilang.paths import client_environment
 
 _PR_SET_PDEATHSIG = 1
+log = logging.getLogger(__name__)
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
@@ -47,6 +53,47 @@ def _preexec(cpus: set[int] | None, nice: int) -> Callable[[], None]:
                 pass
 
     return preexec
+
+
+@functools.cache
+def _setpriv() -> str | None:
+    """util-linux's setpriv, if it is on PATH and can set a parent-death signal (2.33 on)."""
+    path = shutil.which("setpriv")
+    if path is None:
+        return None
+    try:
+        usage = subprocess.run(
+            [path, "--help"], capture_output=True, text=True, timeout=10, check=False
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return path if "--pdeathsig" in usage else None
+
+
+@functools.cache
+def _warn_no_setpriv() -> None:
+    log.warning(
+        "setpriv (util-linux) is not on PATH: component processes started from this "
+        "multi-threaded process get no parent-death signal, and a SIGKILLed parent leaves "
+        "them to notice their closed pipes"
+    )
+
+
+def _check_executable(argv0: str, cwd: str, env: Mapping[str, str]) -> None:
+    """The OSError Popen would raise for a command it cannot run, raised before setpriv runs it
+    (setpriv would report it only as its own exit status 127)."""
+    if os.sep in argv0:
+        path = argv0 if os.path.isabs(argv0) else os.path.join(cwd, argv0)
+        if not os.path.exists(path):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), argv0)
+        if os.path.isdir(path) or not os.access(path, os.X_OK):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), argv0)
+        return
+    search = env.get("PATH", os.defpath)
+    # relative PATH entries are looked up from the child's working directory, as execvp does
+    dirs = [d if os.path.isabs(d) else os.path.join(cwd, d) for d in search.split(os.pathsep)]
+    if shutil.which(argv0, path=os.pathsep.join(dirs)) is None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), argv0)
 
 
 def child_environment(component: Component) -> dict[str, str]:
@@ -128,6 +175,21 @@ class Child:
             self.exit_fd = None
 
 
+def _set_from_parent(pid: int, cpus: set[int] | None, nice: int) -> None:
+    """What `_preexec` does in the child, done by the parent (best effort: it may have exited)."""
+    if nice:
+        try:
+            ours = os.getpriority(os.PRIO_PROCESS, 0)
+            os.setpriority(os.PRIO_PROCESS, pid, min(19, ours + nice))
+        except OSError:
+            pass
+    if cpus is not None:
+        try:
+            os.sched_setaffinity(pid, cpus)
+        except OSError:
+            pass
+
+
 def _close(stream: IO[bytes] | None) -> None:
     try:
         if stream is not None and not stream.closed:
@@ -150,6 +212,20 @@ class Launcher:
     def start(self, argv: list[str], cwd: str, env: dict[str, str]) -> Child:
         if self.extra_env:
             env = {**env, **self.extra_env}
+        # No Python may run in the child of a process with other threads: with a preexec_fn,
+        # CPython clears the other threads' states in the child before calling it, and what
+        # their thread-locals held is finalized there -- py4j's idle connections among them,
+        # whose finalizer shuts the socket down for the parent too (the Spark driver's JVM
+        # connection lost at a query's start: docs/architecture.md, "Starting a process").
+        # Alone, the host keeps its preexec_fn; with threads, setpriv sets the parent-death
+        # signal and the parent sets niceness and CPUs right after the start.
+        threaded = threading.active_count() > 1
+        setpriv = _setpriv() if threaded else None
+        if setpriv is not None:
+            _check_executable(argv[0], cwd, env)
+            argv = [setpriv, "--pdeathsig", "KILL", "--", *argv]
+        elif threaded:
+            _warn_no_setpriv()
         popen = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
@@ -159,10 +235,14 @@ class Launcher:
             env=env,
             bufsize=0,
             start_new_session=True,
-            preexec_fn=_die_with_parent
+            preexec_fn=None
+            if threaded
+            else _die_with_parent
             if self.cpus is None and not self.nice
             else _preexec(self.cpus, self.nice),
         )
+        if threaded:
+            _set_from_parent(popen.pid, self.cpus, self.nice)
         if self.priority is not None:
             self.priority.started(popen.pid)
         return Child(popen)
