@@ -27,7 +27,10 @@ task -1, `[freq]`) every that many seconds while the partition's input is being 
 more once it has all been written (host/spark/ticks.py; docs/spark.md §2.4). A tick is awaited
 like a tuple (its ack, or its fail, which fails the run) without taking room in the window, so a
 bolt that acks only on ticks always gets one; a tick the bolt read past without acking is
-forgotten, as `host local` forgets a tuple no spout tuple tracks (docs/protocol.md §4.5).
+forgotten, as `host local` forgets a tuple no spout tuple tracks (docs/protocol.md §4.5). What is
+awaited and when it stops being awaited -- input tuples, ticks, the finish, heartbeats, a bolt
+that never acks -- is host/spark/pending_tuples.py's (pure: no process, the time given); this
+module does the process and its pipes, and uses its dicts inline on the hot path.
 
 The run ends when the input is exhausted and every tuple written is answered. A batch bolt or
 committer (`batch: bolt | committer`) gets the batch's `tx` on each tuple and then `finish` (its
@@ -47,7 +50,6 @@ import select
 import signal
 import tempfile
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
@@ -58,6 +60,7 @@ from host.runtime.context import assign_tasks, build_conf, build_context
 from host.runtime.link import emit_text
 from host.runtime.process import Child, Launcher, child_environment, describe_exit
 from host.runtime.router import Router
+from host.spark.pending_tuples import HEARTBEAT_SECS, Other, PendingTuples
 from host.spark.stderr_tags import LOG_LEVELS, TaggedLog
 from host.spark.ticks import TickSchedule
 from host.topology import settings as cfg
@@ -90,8 +93,6 @@ from multilang.messages import (
 )
 from multilang.serializers import serializer
 
-HEARTBEAT_SECS = 1.0  # Storm's ShellBolt writes one a second (docs/protocol.md §4.7)
-MAX_BEATS = 8  # heartbeats written and not yet answered: no more are written
 WRITE_CHUNK = 1 << 16  # input pulled into one write, at most
 READ_CHUNK = 1 << 18
 EXIT_WAIT_SECS = 1.0  # after its stdout closed, how long a process has to exit before we say so
@@ -122,16 +123,6 @@ class _Plain(NamedTuple):
 
     values: list[list[Any]]
     anchors: list[str]
-
-
-class _Beat(NamedTuple):
-    """A heartbeat written and not yet answered: what had been written before it, and how many
-    answers had come, when it was written (`_synced` reads them once its `sync` comes)."""
-
-    id: int
-    written: int  # input tuples written before it
-    ticked: int  # input tuples written before the last tick written before it
-    answers: int  # acks and fails read before it was written, ticks' included
 
 
 class Tx(NamedTuple):
@@ -255,20 +246,15 @@ class ComponentProcess:
         self._off = 0
         self._urgent: list[bytes] = []  # task-id replies, heartbeats, finish: before any tuple
         self._write_blocked = False
-        self._in_flight: dict[str, bytes] = {}  # tuple id -> its frame (for reports)
-        self._written = 0  # tuples written in the process's life
-        self._forgotten = 0
-        self._answers = 0  # acks and fails in the process's life, ticks' included
-        self._beats: deque[_Beat] = deque()  # the heartbeats not yet answered, oldest first
-        # ticks: awaited as tuples are, outside the window (never taking an input tuple's room)
-        self._ticks: dict[str, bytes] = {}  # tick id -> its frame, written and not answered
-        self._ticked = 0  # input tuples written before the last tick
-        self._tick_answers = 0  # acks of ticks (in _answers too)
-        self._ticks_forgotten = 0
+        # what the bolt owes and when it stops owing it (the hot path uses its dicts inline)
+        self._pending = PendingTuples(
+            window=self.window,
+            timeout=self.timeout,
+            ticking=self.tick_freq is not None,
+            heartbeats=self.component.heartbeats,
+        )
         self._schedule = None if self.tick_freq is None else TickSchedule(self.tick_freq)
-        self._next_beat = 0.0
         self._emits: list[Emit | _Plain] = []  # read and not yet yielded
-        self._next_id = 0  # tuple ids: a count per process (unique is all Storm asks)
         self._carry = ""  # the fast path's bytes after the last complete frame, decoded
         self._fast = self.ser.name == "json" and ujson_dumps is not None
         self._fast_count = (
@@ -281,11 +267,7 @@ class ComponentProcess:
         self._input: Iterator[InputTuple] | None = None
         self._tx: bytes | None = None
         self._tx_text = ""
-        self._finish_id: str | None = None  # the finish written and not yet acked
         self._finish_due: Tx | None = None  # the finish to write once the input is written
-        self._progress_at = 0.0
-        self._run_started = 0.0
-        self._progressed = False
         self._poll: select.poll | None = None
 
     def start(self) -> None:
@@ -446,9 +428,10 @@ class ComponentProcess:
                 self._tx = wire.tx_json(_attempt(tx))
                 self._tx_text = f"txid {tx.txid}, attempt {tx.attempt}"
                 self._finish_due = tx
-            self._progress_at = self._run_started = self.clock()
+            now = self.clock()
+            self._pending.start_run(now)
             if self._schedule is not None:
-                self._schedule.start(self._progress_at)
+                self._schedule.start(now)
             while True:
                 self._turn(self._wait_secs())
                 if self._emits:
@@ -467,9 +450,7 @@ class ComponentProcess:
     def _done(self) -> bool:
         return (
             self._input is None
-            and not self._in_flight
-            and not self._ticks
-            and self._finish_id is None
+            and self._pending.settled
             and self._finish_due is None
             and not self._urgent
             and self._off >= len(self._out)
@@ -501,65 +482,40 @@ class ComponentProcess:
 
     def _clocked(self) -> None:
         now = self.clock()
-        if self._progressed:
-            self._progressed = False
-            self._progress_at = now
+        pending = self._pending
         schedule = self._schedule
         if schedule is not None and self._input is not None and schedule.periodic_due(now):
             self._urgent.append(self._tick())  # ahead of input not yet written, as host local
-        owing = bool(self._in_flight) or self._finish_id is not None or bool(self._ticks)
-        if not owing:
-            self._progress_at = now
+        if not pending.owing(now):
             return
-        if now - self._progress_at > self.timeout:
-            if not self._in_flight and self._finish_id is None:
-                # only ticks are owed: forgotten, as host local forgets a tuple no spout tuple
-                # tracks once it has been in flight this long (docs/protocol.md §4.5)
-                self._forget_ticks(None)
-                self._progress_at = now
+        if pending.overdue(now):
+            doomed = pending.expire_ticks(now)
+            if doomed is not None:  # only ticks were owed: forgotten
+                self._forgot_ticks(doomed)
                 return
-            oldest = next(iter(self._in_flight.values()), b"")
+            in_flight, ticks = pending.in_flight, pending.ticks
+            oldest = next(iter(in_flight.values()), b"")
             self._fail(
                 f"no answer for {self.timeout:g}s (topology.message.timeout.secs) with "
-                f"{len(self._in_flight)} tuples in flight"
-                + (f" and {len(self._ticks)} tick tuples" if self._ticks else "")
-                + (" and its finish owed" if self._finish_id is not None else "")
+                f"{len(in_flight)} tuples in flight"
+                + (f" and {len(ticks)} tick tuples" if ticks else "")
+                + (" and its finish owed" if pending.finish_id is not None else "")
                 + (f"; the oldest: {shorten(oldest, REPORT_BYTES)}" if oldest else "")
             )
-        if not self.component.heartbeats or len(self._beats) >= MAX_BEATS:
-            return
-        window_full = len(self._in_flight) >= self.window or self._input is None
-        never_answered = self._answers == self._tick_answers  # no input tuple acked or failed
-        # a probe asks at once whether the bolt read past what it has not answered, when its
-        # answer can decide something (_synced): input tuples of a bolt that has never acked
-        # one (a bolt with ticks: those a tick came after), or, once its input is written and
-        # answered, ticks
-        judged = self._written if self._judged_as_any(now) else self._ticked
-        probe = not self._beats and (
-            (never_answered and window_full and judged > self._forgotten)
-            or (self._input is None and not self._in_flight and bool(self._ticks))
-        )
-        if probe or now >= self._next_beat:
-            self._next_beat = now + HEARTBEAT_SECS
-            hid = self._new_id()
-            self._beats.append(_Beat(hid, self._written, self._ticked, self._answers))
+        if pending.beat_due(now, self._input is None):
+            hid = pending.beat_written(now)
             hb = TupleMessage(str(hid), None, HEARTBEAT_STREAM, SYSTEM_TASK, [])
             self._urgent.append(self.ser.encode(hb))
 
     # -- writing ---------------------------------------------------------------------------------
-    def _new_id(self) -> int:
-        self._next_id += 1
-        return self._next_id
-
     def _tick(self) -> bytes:
         """A tick tuple's frame, as host local writes it (host/runtime/bolt_link.py `tick`),
         recorded as awaited."""
-        tid = str(self._new_id())
+        tid = str(self._pending.new_id())
         frame = self.ser.encode(
             TupleMessage(tid, SYSTEM_COMPONENT, TICK_STREAM, SYSTEM_TASK, [self.tick_freq])
         )
-        self._ticks[tid] = frame
-        self._ticked = self._written
+        self._pending.tick_written(tid, frame)
         return frame
 
     def _write(self) -> None:
@@ -584,16 +540,18 @@ class ComponentProcess:
     def _fill(self) -> None:
         """The next bytes for stdin: what is urgent, then input tuples while the window has room.
         The hot loop of the input side: one frame per tuple from a cached prefix, the values'
-        JSON and a counted id, joined into one write of up to WRITE_CHUNK bytes."""
+        JSON and a counted id, joined into one write of up to WRITE_CHUNK bytes. The pending
+        tuples' bookkeeping is done inline (PendingTuples.tuple_written, a batch at a time)."""
         parts, self._urgent = self._urgent, []
         size = sum(map(len, parts))
         source = self._input
         if source is not None and self._pid_reply is not None:
-            in_flight, tx = self._in_flight, self._tx
+            pending = self._pending
+            in_flight, tx = pending.in_flight, self._tx
             room = self.window - len(in_flight)
             ser = self.ser
             fast_values = ujson_dumps if self._fast else None
-            key, prefix, tid = self._prefix_key, self._prefix, self._next_id
+            key, prefix, tid = self._prefix_key, self._prefix, pending.next_id
             append = parts.append
             try:
                 while room > 0 and size < WRITE_CHUNK:
@@ -625,15 +583,14 @@ class ComponentProcess:
                     size += len(frame)
                     room -= 1
             finally:
-                self._written += tid - self._next_id
-                self._next_id = tid
+                pending.written += tid - pending.next_id
+                pending.next_id = tid
                 self._prefix_key, self._prefix = key, prefix
         if self._input is None and self._schedule is not None and self._schedule.end_due():
             parts.append(self._tick())  # the partition's last tuple: before its finish, if any
         if self._input is None and self._finish_due is not None:
             tx_due, self._finish_due = self._finish_due, None
-            fid = self._new_id()
-            self._finish_id = str(fid)
+            fid = self._pending.finish_written()
             commit = self.component.batch == "committer"
             parts.append(wire.finish(fid, _attempt(tx_due), commit))
         self._out = b"".join(parts)
@@ -718,21 +675,23 @@ class ComponentProcess:
             values = []
         if len(body) > self.max_frame and longest > self.max_frame:
             return False
-        in_flight = self._in_flight
+        pending = self._pending
+        in_flight = pending.in_flight
         if anchors and not in_flight.keys() >= set(anchors):
             for a in anchors:
-                if a not in in_flight:
+                if a not in in_flight and not pending.may_anchor(a):
                     self._not_pending(a)
         if ids:
-            self._answers += len(ids)
+            pending.answers += len(ids)
             pop = in_flight.pop
             for i in ids:
                 if pop(i, None) is None:
                     self._answered_other(Ack(i))
             for a in late:
-                self._not_pending(a)
+                if not pending.may_anchor(a):
+                    self._not_pending(a)
         self._carry = text[cut:]
-        self._progressed = True
+        pending.progressed = True
         if values:
             self._emits.append(_Plain(values, anchors))
         return True
@@ -740,10 +699,11 @@ class ComponentProcess:
     def _handle(self, messages: list[Any]) -> None:
         if not messages:
             return
-        in_flight = self._in_flight
+        pending = self._pending
+        in_flight = pending.in_flight
         emits = self._emits
         counted = self._counted.get
-        self._progressed = True  # only syncs and logs are not progress: near enough
+        pending.progressed = True  # only syncs and logs are not progress: near enough
         for m in messages:
             kind = type(m)
             if kind is Emit:
@@ -760,11 +720,11 @@ class ComponentProcess:
                 self._check_emit(m)
                 emits.append(m)
             elif kind is Ack:
-                self._answers += 1
+                pending.answers += 1
                 if in_flight.pop(m.id, None) is None:
                     self._answered_other(m)
             elif kind is Fail:
-                self._answers += 1
+                pending.answers += 1
                 frame = in_flight.pop(m.id, None)
                 if frame is not None:
                     self._fail(f"it failed tuple {m.id}", frame)
@@ -780,46 +740,32 @@ class ComponentProcess:
             # metrics and commands Storm does not define are ignored, as Storm's ShellBolt does
 
     def _answered_other(self, m: Ack | Fail) -> None:
-        """An ack or fail of no tuple in flight: the finish's, a forgotten tuple's, or a fault."""
-        if m.id == self._finish_id and type(m.id) is str:
-            self._finish_id = None
-            if type(m) is Fail:
-                self._fail(f"it failed the finish of its batch ({self._tx_text})")
-        elif type(m.id) is str and m.id in self._ticks:
-            frame = self._ticks.pop(m.id)
-            if type(m) is Fail:
-                # what it does on a tick (a flush) failed: as a failed tuple, the run fails
-                self._fail(f"it failed tick tuple {m.id}", frame)
-            self._tick_answers += 1
-        elif not self._forgotten and not self._ticks_forgotten:
+        """An ack or fail of no tuple in flight: the finish's, a tick's, a forgotten tuple's, or a
+        fault (PendingTuples.answered_other)."""
+        other, frame = self._pending.answered_other(m.id)
+        if other is Other.STRAY:
             self._fail(
                 f"{type(m).__name__.lower()} of tuple {m.id!r}, which is not pending "
                 "(never sent, or already acked or failed)"
             )
+        if type(m) is Fail:
+            if other is Other.FINISH:
+                self._fail(f"it failed the finish of its batch ({self._tx_text})")
+            elif other is Other.TICK:
+                # what it does on a tick (a flush) failed: as a failed tuple, the run fails
+                self._fail(f"it failed tick tuple {m.id}", frame)
 
     def _not_pending(self, anchor: str) -> None:
-        """A fast-path emit's anchor that is not in flight: fine if it is the finish's or the
-        bolt's tuples were forgotten (as in _check_emit), else a fault."""
-        if (
-            anchor != self._finish_id
-            and anchor not in self._ticks
-            and not self._forgotten
-            and not self._ticks_forgotten
-        ):
-            self._fail(f"emit anchored to tuple {anchor!r}, which is not pending")
+        """A fast-path emit's anchor that may not be anchored to (PendingTuples.may_anchor)."""
+        self._fail(f"emit anchored to tuple {anchor!r}, which is not pending")
 
     def _check_emit(self, m: Emit) -> None:
         anchors = m.anchors
         if anchors:
-            in_flight = self._in_flight
+            pending = self._pending
+            in_flight = pending.in_flight
             for a in anchors:
-                if (
-                    a not in in_flight
-                    and a != self._finish_id
-                    and a not in self._ticks
-                    and not self._forgotten
-                    and not self._ticks_forgotten
-                ):
+                if a not in in_flight and not pending.may_anchor(a):
                     self._fail(f"emit anchored to tuple {a!r}, which is not pending", _raw(m))
         try:
             if m.task is not None:
@@ -848,58 +794,18 @@ class ComponentProcess:
             self._fail(str(exc), _raw(m))
 
     def _synced(self) -> None:
-        """A heartbeat answered: the bolt has read everything written before it (components
-        read their input in order), so what it did not answer of that, it will not answer, as
-        host local judges a tuple no spout tuple tracks (docs/protocol.md §4.5):
-        - ticks written before the heartbeat, if it answered nothing since the heartbeat was
-          written (a bolt still acking may yet ack them): forgotten;
-        - if it has never acked or failed an input tuple, every input tuple written before the
-          heartbeat: a bolt that does not ack (storm.rb's Bolt, our Python `Bolt`), whose tuples
-          are forgotten, else its partition would never end. A bolt with ticks is judged so
-          only on tuples followed by a tick it read past: one that buffers until a tick (a
-          Parquet sink) is silent until then, and must not be taken for a bolt that never
-          acks (`_judged_as_any`)."""
-        if not self._beats:
-            return
-        beat = self._beats.popleft()
-        if self._ticks and self._answers == beat.answers:
-            self._forget_ticks(beat.id)
-        judged = beat.written if self._judged_as_any(self.clock()) else beat.ticked
-        if self._answers == self._tick_answers and judged > self._forgotten and self._in_flight:
-            in_flight = self._in_flight
-            for tid in list(in_flight)[: judged - self._forgotten]:
-                del in_flight[tid]
-            self._forgotten = judged
-            self._progressed = True
+        """A heartbeat answered: what the bolt read past and will not answer is forgotten
+        (PendingTuples.synced; docs/spark.md §4.3)."""
+        self._forgot_ticks(self._pending.synced(self.clock()))
 
-    def _judged_as_any(self, now: float) -> bool:
-        """Whether a bolt that has never answered an input tuple is judged on every tuple it
-        read past, not only on those a tick came after: one without ticks; one already found
-        not to ack (tuples forgotten); or one whose run has waited for an answer as long as
-        `host local` waits for an untracked tuple's (topology.message.timeout.secs), so that a
-        bolt with a long tick period that never acks is not waited for until its next tick.
-        (A sink's tuples forgotten so are still flushed before the run ends: it acks its end
-        tick only after what the tick made it write.)"""
-        return (
-            self._schedule is None or self._forgotten > 0 or now - self._run_started >= self.timeout
-        )
-
-    def _forget_ticks(self, before: int | None) -> None:
-        """Forget the ticks in flight written before the message with id `before` (None: all);
-        their late acks are then let through, as a forgotten tuple's are."""
-        ticks = self._ticks
-        doomed = [t for t in ticks if before is None or int(t) < before]
-        for tid in doomed:
-            del ticks[tid]
-        if doomed:
-            if not self._ticks_forgotten:
-                self.log.line(
-                    logging.WARNING,
-                    f"tick tuple {doomed[0]} was not acked: forgotten (docs/protocol.md §4.5); "
-                    "does the bolt ack its ticks?",
-                )
-            self._ticks_forgotten += len(doomed)
-            self._progressed = True
+    def _forgot_ticks(self, doomed: list[str]) -> None:
+        """Said once in the log, at the first tick forgotten."""
+        if doomed and self._pending.ticks_forgotten == len(doomed):
+            self.log.line(
+                logging.WARNING,
+                f"tick tuple {doomed[0]} was not acked: forgotten (docs/protocol.md §4.5); "
+                "does the bolt ack its ticks?",
+            )
 
     def _on_pid(self, reply: Pid) -> None:
         batch = self.component.batch
@@ -922,7 +828,8 @@ class ComponentProcess:
             except Exception:  # still running with its stdout closed
                 status = None
         self._drain_stderr(child)
-        owed = f" with {len(self._in_flight)} tuples in flight" if self._in_flight else ""
+        in_flight = self._pending.in_flight
+        owed = f" with {len(in_flight)} tuples in flight" if in_flight else ""
         self._fail(f"{what}: {describe_exit(status)}{owed}")
 
     def _drain_stderr(self, child: Child) -> None:

@@ -680,53 +680,45 @@ def test_what_a_bolt_emits_on_its_end_tick_belongs_to_the_run(procs, tmp_path):
     assert words_of(proc, ["a b c"]) == ["total 3 tick 3600"]
 
 
-def test_a_storm_rb_bolt_that_never_acks_still_ends_its_partition_with_ticks(procs, tmp_path):
-    """storm.rb's Bolt acks nothing unless told, ticks included (they reach `process`): once it
-    has read past a tick with tuples before it unacked, it is a bolt that never acks, and its
-    tuples are forgotten as without ticks (docs/protocol.md §4.5)."""
-    topology = split_topology(
-        ruby_bolt(
-            """
-            def process(tup)
-              return if tup.stream == '__tick'
-              tup.values[0].split.each { |w| emit([w], anchor: tup) }
-            end
-            """
+NEVER_ACKING_RB = """
+def process(tup)
+  return if tup.stream == '__tick'
+  tup.values[0].split.each { |w| emit([w], anchor: tup) }
+end
+"""
+
+
+@pytest.mark.parametrize(
+    "config, lines",
+    [
+        # 1 s ticks, eight windows' worth: once it has read past a tick with tuples before it
+        # unacked, it is a bolt that never acks, and its tuples are forgotten as without ticks
+        pytest.param({"topology.tick.tuple.freq.secs": 1}, 400, id="periodic-ticks"),
+        # an hour's period: the first window is not waited on for the hour until a tick, only
+        # for topology.message.timeout.secs (5 s; heartbeats, 1 s, answered: not a silent
+        # bolt), as host local waits for an untracked tuple; then the rest flows
+        pytest.param(
+            {"topology.tick.tuple.freq.secs": 3600, "topology.message.timeout.secs": 5},
+            200,
+            id="distant-tick",
         ),
+    ],
+)
+def test_a_storm_rb_bolt_that_never_acks_still_ends_its_partition_with_ticks(
+    config, lines, procs, tmp_path
+):
+    """storm.rb's Bolt acks nothing unless told, ticks included (they reach `process`): its
+    partitions end all the same (docs/protocol.md §4.5, docs/spark.md §4.3), its next run too."""
+    topology = split_topology(
+        ruby_bolt(NEVER_ACKING_RB),
         tmp_path,
-        config={"topology.tick.tuple.freq.secs": 1, "host.bolt.max.in.flight": 50},
+        config={**config, "host.bolt.max.in.flight": 50},
     )
     proc = ComponentProcess(topology, "split", split_tasks(topology)[0])
     procs.append(proc)
-    lines = sentences(400)  # eight windows' worth
-    assert words_of(proc, lines) == expected_words(lines)
-    assert words_of(proc, lines[:10]) == expected_words(lines[:10])
-
-
-def test_a_bolt_that_never_acks_is_not_waited_for_until_a_distant_tick(procs, tmp_path):
-    """An hour's tick period, a window of 50 and 200 lines: the first window is not waited on for
-    the hour until a tick, only for topology.message.timeout.secs (5 s), as host local waits
-    for an untracked tuple; then the bolt is one that never acks, and the rest flows."""
-    topology = split_topology(
-        ruby_bolt(
-            """
-            def process(tup)
-              return if tup.stream == '__tick'
-              tup.values[0].split.each { |w| emit([w], anchor: tup) }
-            end
-            """
-        ),
-        tmp_path,
-        config={
-            "topology.tick.tuple.freq.secs": 3600,
-            "topology.message.timeout.secs": 5,  # heartbeats (1 s) answered: not a silent bolt
-            "host.bolt.max.in.flight": 50,
-        },
-    )
-    proc = ComponentProcess(topology, "split", split_tasks(topology)[0])
-    procs.append(proc)
-    lines = sentences(200)
-    assert words_of(proc, lines) == expected_words(lines)
+    text = sentences(lines)
+    assert words_of(proc, text) == expected_words(text)
+    assert words_of(proc, text[:10]) == expected_words(text[:10])
 
 
 def test_a_bolt_that_acks_its_tuples_and_not_its_ticks_ends_its_partition(procs, tmp_path, caplog):
