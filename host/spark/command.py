@@ -119,6 +119,9 @@ def spark(
     engine.install_signal_handlers()
     try:
         engine.run()
+    except TopologyError as exc:  # refused once Spark could look: a streaming input's source
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_TOPOLOGY)
     except HostError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_RUNTIME)

@@ -11,8 +11,9 @@ side is host/spark/spark_input_source.py; tests/unit/test_spark_input.py checks 
 How each input becomes micro-batches (each one transaction, txid = Spark batch id + 1):
 
 - **streaming**: the spout's streaming DataFrame *is* the query's source: Spark's own offsets
-  (in the query's checkpoint) decide each micro-batch, so a replay reads the same rows, as far
-  as the source Spark reads can be replayed (files, Kafka; not a socket);
+  (in the query's checkpoint) decide each micro-batch, so a replay reads the same rows; a
+  source Spark documents as not replayable (the socket source) is refused when the engine
+  starts (`not_replayable`);
 - **dataframe**: staged once as parquet (as the spout stages it), then its part files in order,
   consecutive files up to `host.spark.batch.max.tuples` rows per micro-batch (at least one
   file); then nothing more: the spout's "emit every row once, then finished";
@@ -121,7 +122,49 @@ def warnings(topology: Topology, spout: str) -> tuple[str, ...]:
         )
     if "dead" in component.outputs:
         out.append("the `dead` stream gets nothing on Spark: no row is dead-lettered")
+    if given.get(PREFIX + "source") == STREAMING:
+        out.append(
+            "the streaming query's source is checked when the engine starts, not here (building "
+            "it needs Spark): a source Spark cannot replay (socket) is refused then"
+        )
     return tuple(out)
+
+
+# ---- streaming sources Spark cannot replay ----------------------------------------------------------
+
+# Spark's table of its built-in sources (Structured Streaming Programming Guide, "Input Sources")
+# marks the file source (every file format), Kafka, rate and rate-micro-batch fault-tolerant: the
+# offsets in the query's checkpoint read the same rows again. The socket source is not: what it
+# has read lives in the driver's memory only, so a micro-batch Spark planned but the engine had
+# not staged when the driver died cannot be read again. Keyed by the provider's class name (its
+# package has moved between Spark versions); any other source, a user's Python data source or a
+# third-party one, cannot be classified here and runs.
+NOT_REPLAYABLE = {
+    "TextSocketSourceProvider": (
+        "Spark's socket source keeps the lines it has read in the driver's memory only (Spark "
+        "documents it as not fault-tolerant, for testing), so a micro-batch Spark planned but "
+        "the engine had not staged when the driver died would be lost"
+    ),
+}
+
+
+@dataclass(frozen=True)
+class StreamingRelation:
+    """One streaming source of the job's DataFrame, as its analyzed plan names it."""
+
+    name: str  # Spark's name for it: the format's short name ("socket"), FileSource[path], ...
+    provider: str  # the class that provides it (its package included)
+
+
+def not_replayable(relations: Sequence[StreamingRelation]) -> list[tuple[StreamingRelation, str]]:
+    """The relations whose source Spark cannot replay, each with why; [] when every one can be,
+    or cannot be classified."""
+    out = []
+    for relation in relations:
+        reason = NOT_REPLAYABLE.get(relation.provider.rsplit(".", 1)[-1])
+        if reason is not None:
+            out.append((relation, reason))
+    return out
 
 
 # ---- micro-batches of files -------------------------------------------------------------------------

@@ -9,7 +9,10 @@ host/spark/spark_input.py's, pure).
     spark_input.committed(txid)                   # after the commit: stagings not read again
 
 - **streaming**: the spout's job's streaming DataFrame, its output fields selected, is the
-  query's source: Spark's own offsets, in the query's checkpoint, decide each micro-batch. In
+  query's source: Spark's own offsets, in the query's checkpoint, decide each micro-batch.
+  Before the query starts, the streaming relations of the DataFrame's analyzed plan are looked
+  at (`streaming_relations`, through py4j) and a source Spark cannot replay is refused
+  (spark_input.py `not_replayable`: the socket source). In
   `foreachBatch` the micro-batch is staged as the transactional spout stages it
   (components/spark_spout/segments.py `stage`: parquet under `<checkpoint>/input/batch-<B>/`,
   a manifest, a rename) and read back in the executors with the spout's own reading and
@@ -67,9 +70,11 @@ from host.spark.spark_input import (
     DIRECTORY,
     STREAMING,
     InputSpec,
+    StreamingRelation,
     dataframe_batch,
     input_spec,
     next_directory,
+    not_replayable,
 )
 from host.topology import settings as cfg
 from host.topology.model import Topology
@@ -97,6 +102,34 @@ def read_files(spec: InputSpec, meta: dict[str, Any], files: Sequence[str]) -> I
         for batch in record_batches(segment, converter.fields, c.batch_rows):
             for values in converter.rows(batch):
                 yield (0, spec.task, DEFAULT_STREAM, dumps(values, separators=(",", ":")), None)
+
+
+# ---- the streaming input's sources --------------------------------------------------------------
+
+
+def streaming_relations(df: Any) -> list[StreamingRelation]:
+    """The streaming sources `df` reads, from its analyzed logical plan (from Spark 4.1 the
+    unanalyzed plan holds them unresolved, `NamedStreamingRelation`). Analysis names each
+    source's provider without starting it: a socket source has not connected yet. [] for a
+    DataFrame without a JVM plan (Spark Connect's): nothing to classify."""
+    jdf = getattr(df, "_jdf", None)
+    if jdf is None:
+        return []
+    out = []
+    pending = [jdf.queryExecution().analyzed()]
+    while pending:
+        node = pending.pop()
+        kind = node.getClass().getSimpleName()
+        if kind == "StreamingRelationV2":  # a table provider (socket, rate, kafka, Python, ...)
+            provider = node.source()  # an Option: empty for a catalog's table
+            owner = provider.get() if provider.isDefined() else node.table()
+            out.append(StreamingRelation(str(node.sourceName()), owner.getClass().getName()))
+        elif kind == "StreamingRelation":  # a v1 source: the file formats, a StreamSourceProvider
+            provider = node.dataSource().providingClass().getName()
+            out.append(StreamingRelation(str(node.sourceName()), str(provider)))
+        children = node.children()
+        pending.extend(children.apply(i) for i in range(children.size()))
+    return out
 
 
 # ---- the data source (dataframe, directory) ---------------------------------------------------------
@@ -251,7 +284,9 @@ class SparkInput:
     def stream(self, spark: Any) -> Any:
         """The query's source DataFrame, rows in the engine's SCHEMA."""
         if self.streaming:  # its micro-batches come to `rows` as they are
-            return self._job(spark, streaming=True).select(*self.spec.cfg.fields)
+            df = self._job(spark, streaming=True)
+            self._check_replayable(df)
+            return df.select(*self.spec.cfg.fields)
         staging = None
         if self.spec.source == DATAFRAME:
             staging = self.staging
@@ -304,6 +339,24 @@ class SparkInput:
 
     def _batch_staging(self, batch_id: int) -> str:
         return os.path.join(os.path.dirname(self.staging), f"{BATCH_PREFIX}{batch_id}")
+
+    def _check_replayable(self, df: Any) -> None:
+        """Refuses a streaming DataFrame that reads a source Spark cannot replay (docs/spark.md
+        §4.8): the engine stages a micro-batch only once Spark runs it, and one Spark planned
+        before a driver died is read again from the source by its checkpointed offsets."""
+        refused = not_replayable(streaming_relations(df))
+        if not refused:
+            return
+        names = ", ".join(f"{r.name} ({r.provider})" for r, _ in refused)
+        reasons = "; ".join(dict.fromkeys(reason for _, reason in refused))
+        raise TopologyError(
+            f"spark.spout.job {self.spec.cfg.job} reads a streaming source Spark cannot replay: "
+            f"{names}. {reasons}. Refused on Spark, where each micro-batch is a transaction "
+            "that must read the same rows when it is replayed; have the data written to files "
+            "or Kafka and read those instead",
+            file=self.file,
+            component=self.spec.spout,
+        )
 
     def _job(self, spark: Any, *, streaming: bool) -> Any:
         """The spout's DataFrame (its job, SQL or path), its output fields checked."""

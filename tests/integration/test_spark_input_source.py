@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -36,6 +38,7 @@ from tests.support.spark_runs import (
     ROOT,
     WAIT_SECS,
     applied_tuples,
+    conf_args,
     engine_run,
     kill,
     load_as_committer,
@@ -64,6 +67,21 @@ def stream(spark, conf):
         .option("maxFilesPerTrigger", 1)
         .json(conf["test.input"])
     )
+
+
+def socket_lines(spark, conf):
+    # the file stream beside lines from a TCP socket: Spark's socket source, which cannot replay
+    lines = (
+        spark.readStream.format("socket")
+        .option("host", "127.0.0.1")
+        .option("port", int(conf["test.port"]))
+        .load()
+        .selectExpr(
+            "CAST(NULL AS LONG) AS id", "value AS text", "CAST(NULL AS DECIMAL(10,2)) AS amount",
+            "CAST(NULL AS TIMESTAMP) AS at",
+        )
+    )
+    return stream(spark, conf).unionByName(lines)
 
 
 def numbers(spark, conf):
@@ -264,6 +282,50 @@ def test_streaming_input_driver_killed_and_restarted_loses_nothing_and_repeats_n
     assert "txid 3 committed (attempt" in out and "txid 3 committed (attempt 1," not in out
     assert table(db) == expected_stream_table()
     assert applied_tuples(db) == [(t, ROWS_PER_FILE) for t in (1, 2, 3, 4)]
+
+
+def test_streaming_input_from_a_socket_is_refused_before_any_micro_batch(tmp_path: Path) -> None:
+    """A job whose streaming DataFrame reads a socket (beside a file source) is refused when the
+    engine has built it, before the query starts: exit 2, the file, the spout and the socket
+    source named; no query checkpoint, no micro-batch, and Spark never connected."""
+    base, checkpoint = tmp_path / "socket", tmp_path / "checkpoint"
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+        # the precondition: a real listening socket Spark could read from
+        with socket.create_connection(("127.0.0.1", port), timeout=10):
+            probe, _ = listener.accept()
+            probe.close()
+        listener.setblocking(False)
+        write_stream_input(base / "input")
+        topology = make_topology(
+            base,
+            "spark-input-socket",
+            {"spark.spout.source": "streaming", "spark.spout.job": "jobs:socket_lines"},
+            config={"test.input": str(base / "input"), "test.port": port},
+            transactional=True,
+        )
+        command = [
+            *(sys.executable, "-m", "host", "spark", str(topology), "--master", LOCAL),
+            *("--checkpoint", str(checkpoint), *conf_args(SPARK_CONF)),
+        ]
+        result = subprocess.run(
+            command, cwd=ROOT, capture_output=True, text=True, timeout=WAIT_SECS
+        )
+        output = result.stdout + result.stderr
+        assert result.returncode == 2, output[-spark_runs.OUTPUT_TAIL :]
+        errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+        assert len(errors) == 1, output[-spark_runs.OUTPUT_TAIL :]
+        error = errors[0]
+        assert f"{topology}: component 'rows': spark.spout.job jobs:socket_lines" in error
+        assert "socket (org.apache.spark.sql.execution.streaming.sources.TextSocket" in error
+        assert "FileSource" not in error  # the file source beside it replays
+        # nothing ran: Spark never opened the socket, no query checkpoint, no txid begun
+        with pytest.raises(BlockingIOError):
+            listener.accept()
+    assert not (checkpoint / "query").exists()
+    assert not list(checkpoint.glob("batches/coordinator/meta/*"))
+    assert not (checkpoint / "input").exists()
+    assert not (base / "out.db").exists()
 
 
 def _attempts(checkpoint: Path, txid: int) -> int:

@@ -9,10 +9,12 @@ import pytest
 
 from host.errors import TopologyError
 from host.spark.spark_input import (
+    StreamingRelation,
     dataframe_batch,
     input_spec,
     next_directory,
     next_files,
+    not_replayable,
     warnings,
 )
 from host.topology.model import BOLT, SPOUT, Component, Input, Topology
@@ -124,6 +126,38 @@ def test_settings_without_effect_on_spark_are_warned_about() -> None:
     assert "spark.spout.retries: no effect on Spark" in text
     assert "the `dead` stream gets nothing on Spark" in text
     assert warnings(topology({"spark.spout.job": "j:f"}), "rows") == ()
+
+
+def test_a_streaming_input_is_warned_that_its_source_is_checked_when_the_engine_starts() -> None:
+    conf = {"spark.spout.source": "streaming", "spark.spout.job": "j:f"}
+    assert any("refused then" in w for w in warnings(topology(conf), "rows"))
+
+
+# the relations as Spark 4.3's analyzed plans name them (tests/integration/
+# test_spark_input_source.py finds the socket's in a real plan)
+SPARK_SOURCES = "org.apache.spark.sql.execution.streaming.sources."
+SOCKET = StreamingRelation("socket", SPARK_SOURCES + "TextSocketSourceProvider")
+REPLAYABLE = (
+    StreamingRelation(
+        "FileSource[in]", "org.apache.spark.sql.execution.datasources.json.JsonFileFormat"
+    ),
+    StreamingRelation("rate", SPARK_SOURCES + "RateStreamProvider"),
+    StreamingRelation("rate-micro-batch", SPARK_SOURCES + "RatePerMicroBatchProvider"),
+    StreamingRelation("kafka", "org.apache.spark.sql.kafka010.KafkaSourceProvider"),
+)
+UNKNOWN = StreamingRelation(
+    "mine", "org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2"
+)
+
+
+def test_only_a_source_spark_cannot_replay_is_refused() -> None:
+    assert not_replayable([*REPLAYABLE, UNKNOWN]) == []
+    refused = not_replayable([REPLAYABLE[0], SOCKET, UNKNOWN])
+    assert [r for r, _ in refused] == [SOCKET]
+    assert "not fault-tolerant" in refused[0][1]
+    # named by its full class name in format(): the same provider, the same refusal
+    by_class = StreamingRelation(SOCKET.provider, SOCKET.provider)
+    assert [r for r, _ in not_replayable([by_class])] == [by_class]
 
 
 def test_the_module_needs_no_spark() -> None:
