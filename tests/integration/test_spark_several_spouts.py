@@ -369,6 +369,15 @@ def all_stored(db: Path, limits: dict[str, int]) -> bool:
     return len(stored(db)) >= sum(limits.values())
 
 
+def all_stored_and_acked(base: Path, limits: dict[str, int]) -> bool:
+    """Every id stored and every spout's ledger holding as many acks: the acks of a txid come
+    after the committer stored it, so a stop asked for between the two would leave that txid
+    uncommitted (replayed by the next run) and its ids unacked, rightly."""
+    return all_stored(base / "out.db", limits) and all(
+        len(ledger(base, spout)[0]) >= n for spout, n in limits.items()
+    )
+
+
 def result_of(out: str) -> dict[str, Any]:
     """What `drive` returned, from the driver's output (its one JSON line)."""
     line = next(x for x in reversed(out.splitlines()) if x.startswith('{"committed"'))
@@ -394,7 +403,9 @@ def test_three_plain_spouts_in_three_languages_commit_each_tuple_once(tmp_path: 
     spec = {"topology": str(topology), "checkpoint": str(base / "checkpoint"), "max_tuples": 150}
     proc = start_driver(__file__, spec, tmp_path / "spec.json")
     try:
-        wait_for(lambda: all_stored(base / "out.db", limits), proc, "every spout's ids stored")
+        wait_for(
+            lambda: all_stored_and_acked(base, limits), proc, "every spout's ids stored and acked"
+        )
     except BaseException:
         kill(proc)
         raise
@@ -451,7 +462,9 @@ def test_driver_killed_mid_batch_replays_the_staged_batch_of_both_spouts(tmp_pat
     make_topology(base, limits)  # the committer without its fault
     second = start_driver(__file__, spec, tmp_path / "second.json")
     try:
-        wait_for(lambda: all_stored(db, limits), second, "every spout's ids stored")
+        wait_for(
+            lambda: all_stored_and_acked(base, limits), second, "every spout's ids stored and acked"
+        )
     except BaseException:
         kill(second)
         raise
