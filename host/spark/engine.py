@@ -58,7 +58,8 @@ from host.spark.source import (
 )
 from host.spark.spark_input_source import SparkInput
 from host.spark.spout_mix import check_sources
-from host.spark.staged_source import STAGED_SOURCE_NAME, StagedSpouts, StagedSpoutSource
+from host.spark.staged_source import STAGED_SOURCE_NAME, StagedSpoutSource
+from host.spark.staged_spouts import StagedSpouts
 from host.spark.stages import BatchRun, Output
 from host.topology import settings as cfg
 
@@ -189,7 +190,7 @@ class SparkEngine:
         self.batch_secs: list[float] = []
         self._stop = threading.Event()
         self._commit_spouts: list[BatchSpoutProcess] = []
-        # a plain spout runs in this driver, its micro-batches staged (host/spark/staged_source.py)
+        # a plain spout runs in this driver, its micro-batches staged (host/spark/staged_spouts.py)
         self.staged = (
             StagedSpouts(
                 plan,

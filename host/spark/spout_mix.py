@@ -6,7 +6,7 @@ transaction over all of them (docs/spark.md §2.3, §4.9). Pure: no pyspark, no 
 
 Each kind of source hands Spark one txid per micro-batch: its offset is `{"txid": T}` (the
 streaming Spark input's is Spark's batch id, which is the txid less one). Several plain spouts
-are one source (host/spark/staged_source.py stages every task of every plain spout into the same
+are one source (host/spark/staged_spouts.py stages every task of every plain spout into the same
 txid). Any other mix would be a union of sources in one query, and Spark moves only the offsets of
 the sources that have new data at a trigger: a source whose offset is the txid would fall behind
 the batch id as soon as another source made a micro-batch without it. The transactional and Kafka

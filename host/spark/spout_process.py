@@ -1,6 +1,6 @@
 """One task of a plain spout (storm.js, pystorm, our clients: any spout without `batch:`) as a
 multilang subprocess driven from the Spark driver, for the staged source (host/spark/
-staged_source.py; docs/spark.md, "Plain spouts").
+staged_spouts.py; docs/spark.md, "Plain spouts").
 
     spout = SpoutProcess(topology, "sentences", 4)
     spout.start()                           # handshake as `host local` sends it; `activate`

@@ -95,7 +95,7 @@ def test_explain_lists_every_source_of_several_plain_spouts():
 
 
 def test_a_batch_is_shared_fairly_between_the_spouts_tasks():
-    from host.spark.staged_source import fair_shares
+    from host.spark.staged_spouts import fair_shares
 
     assert fair_shares([30, 40], 100) == [30, 40]  # it all fits
     assert fair_shares([500, 0, 500], 200) == [100, 0, 100]  # one fast spout keeps no one out
@@ -105,7 +105,7 @@ def test_a_batch_is_shared_fairly_between_the_spouts_tasks():
 
 @given(st.lists(st.integers(0, 1000), min_size=1, max_size=8), st.integers(1, 3000))
 def test_fair_shares_fill_the_batch_and_cut_only_the_largest(sizes, limit):
-    from host.spark.staged_source import fair_shares
+    from host.spark.staged_spouts import fair_shares
 
     shares = fair_shares(sizes, limit)
     assert sum(shares) == min(sum(sizes), limit)
