@@ -1,4 +1,4 @@
-"""The Spark driver starts spout processes from threads (host/spark/staged_source.py) while the
+"""The Spark driver starts spout processes from threads (host/spark/staged_spouts.py) while the
 main thread talks to the JVM over py4j. A child started with a preexec_fn finalized py4j's idle
 connections (held by the main thread's thread-local) in the child, and their finalizer shut the
 sockets down for the driver too: the JVM reset the connection, and the next py4j call failed

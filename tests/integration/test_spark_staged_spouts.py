@@ -1,4 +1,4 @@
-"""Plain spouts on the Spark engine (host/spark/staged_source.py, spout_process.py): run in the
+"""Plain spouts on the Spark engine (host/spark/staged_spouts.py, spout_process.py): run in the
 driver, what they emit staged durably per micro-batch, acked when the batch commits.
 
 The exactly-once topology: a plain spout emits `[id, sentence]` with message id `id` and writes
