@@ -28,6 +28,7 @@ from host.observe.snapshot import DrpcStats
 from host.runtime.link import Fault
 from host.runtime.loop import EventLoop
 from host.topology import settings as cfg
+from host.topology.component_config import component_settings
 from host.topology.model import DRPC_REQUEST, DRPC_RESULT, DRPC_SPOUT, RETURN_RESULTS, Topology
 from multilang.codec import dumps
 
@@ -71,7 +72,7 @@ class DrpcService:
         for comp in topology.components:
             if comp.in_host is None:
                 continue
-            own = cfg.component_settings(topology, comp)
+            own = component_settings(topology, comp)
             for task in tasks_of(comp.id):
                 link: InHostLink
                 if comp.in_host in (DRPC_SPOUT, DRPC_REQUEST):
@@ -103,7 +104,7 @@ class DrpcService:
                 topology,
                 path,
                 tasks_of,
-                max_open=cfg.component_settings(topology, request).max_spout_pending,
+                max_open=component_settings(topology, request).max_spout_pending,
                 timeout_secs=settings.message_timeout_secs,
                 on_over=self._linear_over,
                 on_failed=self._linear_failed,

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from host.topology import settings as cfg
+from host.topology.component_config import effective_config
 from host.topology.model import (
     ALL,
     DIRECT,
@@ -162,7 +163,7 @@ def build_conf(topology: Topology, component: Component | str, run_id: str | int
     """The handshake `conf` (docs/protocol.md §3.3): the component's effective config, plus what Storm adds
     and libraries read (`topology.name` for pystorm's log naming, `storm.id`, the cluster mode).
     Unset optional keys (`topology.max.spout.pending`, ticks for bolts) are left out."""
-    conf = cfg.effective_config(topology, _component(topology, component))
+    conf = effective_config(topology, _component(topology, component))
     settings = cfg.Settings.from_config(conf)
     conf.update(
         {

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from host.runtime.bolt_link import BoltLink
 from host.runtime.spout_link import SpoutLink
-from host.topology import settings as cfg
+from host.topology.component_config import component_settings
 from host.topology.model import Topology
 from multilang.codec import END, EncodeError, dumps, shorten
 from multilang.messages import Ack, Emit, Fail
@@ -35,7 +35,7 @@ REMEMBERED = 100_000  # per bolt task: tuples written and not yet acked whose te
 
 def debugged(topology: Topology) -> set[str]:
     """The components whose effective config sets `topology.debug`."""
-    return {c.id for c in topology.components if cfg.component_settings(topology, c).debug}
+    return {c.id for c in topology.components if component_settings(topology, c).debug}
 
 
 def install(topology: Topology, path: DataPath) -> None:

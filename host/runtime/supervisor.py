@@ -47,6 +47,7 @@ from host.runtime.task_priority import TaskPriority, nice_for
 from host.runtime.watchdog import ENV as WATCHDOG_ENV
 from host.runtime.watchdog import Watchdog
 from host.topology import settings as cfg
+from host.topology.component_config import component_settings, tick_freq
 from host.topology.model import Topology
 from multilang.messages import Emit
 from multilang.serializers import Serializer, serializer
@@ -150,7 +151,7 @@ class Supervisor:
         for comp in topology.components:
             if comp.in_host is not None:
                 continue  # built with the DRPC service (`_build_drpc`)
-            own = cfg.component_settings(topology, comp)
+            own = component_settings(topology, comp)
             ser = serializers.get(comp.serializer)
             if ser is None:
                 ser = serializers[comp.serializer] = serializer(comp.serializer)
@@ -191,7 +192,7 @@ class Supervisor:
                         task_log,
                         max_in_flight=settings.bolt_max_in_flight,
                         max_queued=settings.shellbolt_max_pending,
-                        tick_freq=cfg.tick_freq(topology, comp),
+                        tick_freq=tick_freq(topology, comp),
                     )
                     link.run_length = self.run_lengths.get(comp.id)
                 policy = RestartPolicy(
@@ -225,7 +226,7 @@ class Supervisor:
             self.path,
             self.task_map.tasks_of,
             os.path.join(cfg.state_dir(settings), "transactional", tid),
-            max_open=cfg.component_settings(topology, spout).max_spout_pending or 1,
+            max_open=component_settings(topology, spout).max_spout_pending or 1,
             timeout_secs=settings.message_timeout_secs,
             idle_max_sleep=settings.batch_idle_max_sleep_secs,
         )

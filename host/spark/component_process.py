@@ -63,7 +63,7 @@ from host.runtime.router import Router
 from host.spark.pending_tuples import HEARTBEAT_SECS, Other, PendingTuples
 from host.spark.stderr_tags import LOG_LEVELS, TaggedLog
 from host.spark.ticks import TickSchedule
-from host.topology import settings as cfg
+from host.topology.component_config import component_settings, tick_freq
 from host.topology.model import Topology
 from multilang.codec import (
     EncodeError,
@@ -205,11 +205,11 @@ class ComponentProcess:
         self.component = comp
         self.task = task_id
         self.name = f"{comp.id}[{task_id}]"
-        settings = cfg.component_settings(topology, comp)
+        settings = component_settings(topology, comp)
         self.timeout = float(settings.message_timeout_secs)
         self.handshake_timeout = settings.handshake_timeout_secs
         self.window = settings.bolt_max_in_flight
-        self.tick_freq = cfg.tick_freq(topology, comp)
+        self.tick_freq = tick_freq(topology, comp)
         self.max_frame = settings.max_frame_bytes
         self.ser = serializer(comp.serializer)
         router = Router(topology, {c: list(t) for c, t in tasks.component_tasks.items()})

@@ -30,6 +30,7 @@ from typing import Any
 from host.errors import TopologyError
 from host.runtime.context import build_conf
 from host.topology import settings as cfg
+from host.topology.component_config import effective_config
 from host.topology.flux_java import BUILTINS_PACKAGE
 from host.topology.flux_storm_kafka import STORM_KAFKA_MODULE
 from host.topology.model import BATCH_SPOUT, TRANSACTIONAL_ID, Component, Topology
@@ -90,7 +91,7 @@ def runs_module(command: Iterable[str], module: str) -> bool:
 def _spout_settings(topology: Topology, c: Component, prefix: str = PREFIX) -> dict[str, Any]:
     """The `kafka.spout.*` keys the spout reads (or another prefix's): the topology's config
     under the component's."""
-    conf = cfg.effective_config(topology, c)
+    conf = effective_config(topology, c)
     return {k: v for k, v in conf.items() if k.startswith(prefix)}
 
 

@@ -19,8 +19,8 @@ from host.errors import RoutingError, TopologyError
 from host.runtime.context import TaskMap, assign_tasks
 from host.runtime.router import key_extractor, stable_hash
 from host.spark import kafka_source, spark_input
-from host.topology import settings as cfg
 from host.topology.batch_group import batch_group, find_cycle
+from host.topology.component_config import tick_freq
 from host.topology.flux_java import BUILTINS_PACKAGE
 from host.topology.flux_storm_kafka import STORM_KAFKA_MODULE
 from host.topology.kafka_components import SPOUT_MODULE as KAFKA_SPOUT_MODULE
@@ -286,7 +286,7 @@ def _stage(
         inputs=inputs,
         outputs=outputs,
         warnings=_warnings(topology, c, role),
-        tick_freq=cfg.tick_freq(topology, c),
+        tick_freq=tick_freq(topology, c),
     )
 
 

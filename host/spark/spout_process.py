@@ -41,7 +41,7 @@ from host.runtime.process import Child, Launcher, child_environment, describe_ex
 from host.runtime.router import Router
 from host.spark.component_process import ComponentFailed
 from host.spark.stderr_tags import LOG_LEVELS, TaggedLog
-from host.topology import settings as cfg
+from host.topology.component_config import component_settings
 from host.topology.model import Topology
 from multilang.codec import ProtocolError
 from multilang.messages import (
@@ -90,7 +90,7 @@ class SpoutProcess:
         self.component = comp
         self.task = task_id
         self.name = f"{comp.id}[{task_id}]"
-        settings = cfg.component_settings(topology, comp)
+        settings = component_settings(topology, comp)
         self.timeout = float(settings.message_timeout_secs)
         self.handshake_timeout = float(settings.handshake_timeout_secs)
         self.max_frame = settings.max_frame_bytes

@@ -54,6 +54,7 @@ from host.spark.staging import (
     write_staged,
 )
 from host.topology import settings as cfg
+from host.topology.component_config import component_settings
 from host.topology.model import Topology
 from multilang.messages import Emit
 
@@ -164,7 +165,7 @@ class StagedSpouts:
         self._stager: threading.Thread | None = None
 
     def _max_pending(self, spout: Stage) -> int | None:
-        return cfg.component_settings(self.topology, spout.component).max_spout_pending
+        return component_settings(self.topology, spout.component).max_spout_pending
 
     def options(self) -> dict[str, str]:
         """What `readStream.format(STAGED_SOURCE_NAME)` takes."""
@@ -271,7 +272,7 @@ class StagedSpouts:
         """Drive task t's process until closing; restart it (with a back-off) when it breaks.
         The process is started in this thread: its parent-death signal is tied to it."""
         proc = SpoutProcess(self.topology, t.spout.id, t.task, run_id=self.run_id)
-        settings = cfg.component_settings(self.topology, t.spout.component)
+        settings = component_settings(self.topology, t.spout.component)
         backoff = settings.restart_backoff_initial_secs
         try:
             while True:

@@ -71,7 +71,8 @@ from host.topology.flux_java import (
 )
 from host.topology.flux_streams import stream_input
 from host.topology.model import BOLT, IN_HOST_OUTPUTS, SPOUT, Component, Input, Topology
-from host.topology.settings import MAX_TASK_PARALLELISM, MULTILANG_SERIALIZER, is_int
+from host.topology.setting_checks import is_int
+from host.topology.settings import MAX_TASK_PARALLELISM, MULTILANG_SERIALIZER
 from host.topology.targets import LOCAL, Target
 from host.topology.validation import check_name, validate
 

@@ -30,7 +30,7 @@ from host.topology.flux_kafka_bolt import (
 )
 from host.topology.kafka_components import COMMANDS, spout_fields
 from host.topology.model import SPOUT
-from host.topology.settings import is_int
+from host.topology.setting_checks import is_int
 from multilang.messages import DEFAULT_STREAM
 
 log = logging.getLogger("host.topology.flux")

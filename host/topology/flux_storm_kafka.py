@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from host.topology.flux_beans import Args, ArgumentError, JavaClass
-from host.topology.settings import is_int, is_number
+from host.topology.setting_checks import is_int, is_number
 from multilang.messages import DEFAULT_STREAM
 
 STORM_KAFKA_SPOUT = "org.apache.storm.kafka.KafkaSpout"

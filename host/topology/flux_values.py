@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from host.topology.flux_beans import Args, ArgumentError, JavaClass
-from host.topology.settings import is_int, is_number
+from host.topology.setting_checks import is_int, is_number
 
 
 def _capacity(value: object) -> bool:

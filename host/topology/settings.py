@@ -1,10 +1,9 @@
 """The Storm configuration keys the host reads, and what a config says about them.
 
-The `Key` table is the one place where a key's name, default and range are written. `Settings` is
-the typed view of a config, read once through that table; `effective_config` merges defaults,
-topology config and a component's own config as Storm's `Executor.java` does
-(`normalizedComponentConf`), and is what a component receives as `conf` in the handshake (see
-docs/protocol.md).
+The `Key` table is the one place where a key's name, default and range are written (the checks of
+a range are `host.topology.setting_checks`). `Settings` is the typed view of a config, read once
+through that table. What one component's config is (Storm's merge of defaults, topology config
+and the component's own) is `host.topology.component_config`.
 
 Keys keep Storm's names; the host's own settings live under `host.` in the same style. A config is a
 plain dict (it is sent to components in the handshake, so every value must be a JSON value). `None`
@@ -15,15 +14,13 @@ ticks). Checking a whole config dict is `host.topology.config_check`; `-c KEY=VA
 
 from __future__ import annotations
 
-import math
 import os
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TypeGuard
 
 from host.errors import TopologyError
-from host.topology.model import Component, Topology
+from host.topology import setting_checks as checks
+from host.topology.model import Topology
 
 # ---- key names ----------------------------------------------------------------------------------
 
@@ -78,111 +75,13 @@ MAX_TASK_PARALLELISM = "topology.max.task.parallelism"
 MULTILANG_SERIALIZER = "topology.multilang.serializer"
 
 
-# ---- value checks: each returns what is wrong, or None ------------------------------------------
-
-Check = Callable[[object], "str | None"]
-
-
-def is_int(value: object) -> TypeGuard[int]:
-    """An integer, and not a boolean: YAML `true` is not 1."""
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def is_number(value: object) -> TypeGuard[int | float]:
-    """A finite integer or float (not a boolean)."""
-    return (is_int(value) or isinstance(value, float)) and math.isfinite(value)
-
-
-def _positive_int(value: object) -> str | None:
-    return None if is_int(value) and value > 0 else "must be a positive integer"
-
-
-def _non_negative_int(value: object) -> str | None:
-    return None if is_int(value) and value >= 0 else "must be an integer >= 0"
-
-
-def _positive_number(value: object) -> str | None:
-    return None if is_number(value) and value > 0 else "must be a number > 0"
-
-
-def _auto_or_boolean(value: object) -> str | None:
-    return None if value == "auto" or isinstance(value, bool) else 'must be "auto", true or false'
-
-
-def _auto_or_niceness(value: object) -> str | None:
-    ok = value == "auto" or (is_int(value) and 0 <= value <= 19)
-    return None if ok else 'must be "auto" or an integer from 0 to 19'
-
-
-def _non_negative_number(value: object) -> str | None:
-    return None if is_number(value) and value >= 0 else "must be a number >= 0"
-
-
-def _boolean(value: object) -> str | None:
-    return None if isinstance(value, bool) else "must be true or false"
-
-
-def _path(value: object) -> str | None:
-    return None if isinstance(value, str) and value else "must be a non-empty path"
-
-
-def _port(value: object) -> str | None:
-    return None if is_int(value) and 0 <= value <= 65535 else "must be a port, 0 to 65535"
-
-
-def _bind(value: object) -> str | None:
-    if not isinstance(value, str):
-        return "must be HOST or HOST:PORT (a string)"
-    try:
-        parse_bind(value)
-    except ValueError as exc:
-        return str(exc)
-    return None
-
-
-# a host name or an IPv4 address; an IPv6 address is written bare (::1) or in brackets ([::1])
-_HOST_NAME = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_])?")
-_IPV6 = re.compile(r"[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*(%[A-Za-z0-9_.-]+)?")
-
-
-def parse_bind(text: str) -> tuple[str, int | None]:
-    """`host.drpc.bind` / `--drpc-bind`: `HOST` or `HOST:PORT` -> (host, port or None). An IPv6
-    address is `::1` alone or `[::1]` / `[::1]:PORT` with a port. ValueError says what is
-    wrong."""
-    host, port_text = text, None
-    if text.startswith("["):
-        end = text.find("]")
-        if end < 0:
-            raise ValueError(f"must be HOST or HOST:PORT: {text!r} has '[' without ']'")
-        host, rest = text[1:end], text[end + 1 :]
-        if rest:
-            if not rest.startswith(":"):
-                raise ValueError(f"must be [IPV6] or [IPV6]:PORT, got {text!r}")
-            port_text = rest[1:]
-        if not _IPV6.fullmatch(host):
-            raise ValueError(f"{host!r} in brackets is not an IPv6 address")
-    elif text.count(":") == 1:
-        host, port_text = text.split(":")
-    if not host:
-        raise ValueError(f"must be HOST or HOST:PORT with a host, got {text!r}")
-    if not (_HOST_NAME.fullmatch(host) or (":" in host and _IPV6.fullmatch(host))):
-        raise ValueError(
-            f"{host!r} is not a host name or address (e.g. 127.0.0.1, 0.0.0.0, localhost, ::1)"
-        )
-    if port_text is None:
-        return host, None
-    if not port_text.isascii() or not port_text.isdigit() or int(port_text) > 65535:
-        raise ValueError(f"the port of {text!r} must be 0 to 65535 (0: any free port)")
-    return host, int(port_text)
-
-
 @dataclass(frozen=True)
 class Key:
     """A configuration key the host reads. `default` None = unset unless configured."""
 
     name: str
     default: object
-    check: Check
+    check: checks.Check
     # Storm's type checks allow null for keys that are unset by default
     nullable: bool = False
 
@@ -190,74 +89,74 @@ class Key:
 KEYS: dict[str, Key] = {
     k.name: k
     for k in (
-        Key(MESSAGE_TIMEOUT_SECS, 30, _positive_int),
-        Key(MAX_SPOUT_PENDING, None, _positive_int, nullable=True),
+        Key(MESSAGE_TIMEOUT_SECS, 30, checks.positive_int),
+        Key(MAX_SPOUT_PENDING, None, checks.positive_int, nullable=True),
         # 0 turns acking off; unset = one acker (Storm: one per worker, and we are one worker)
-        Key(ACKER_EXECUTORS, None, _non_negative_int, nullable=True),
-        Key(SHELLBOLT_MAX_PENDING, 100, _positive_int),
-        Key(SUBPROCESS_TIMEOUT_SECS, None, _positive_int, nullable=True),
-        Key(WORKER_TIMEOUT_SECS, 30, _positive_int),
-        Key(TICK_TUPLE_FREQ_SECS, None, _positive_int, nullable=True),
-        Key(DEBUG, False, _boolean),
-        Key(ENABLE_MESSAGE_TIMEOUTS, True, _boolean),
-        Key(HANDSHAKE_TIMEOUT_SECS, 30, _positive_number),
-        Key(RESTART_BACKOFF_INITIAL_SECS, 0.5, _positive_number),
-        Key(RESTART_BACKOFF_MAX_SECS, 30, _positive_number),
+        Key(ACKER_EXECUTORS, None, checks.non_negative_int, nullable=True),
+        Key(SHELLBOLT_MAX_PENDING, 100, checks.positive_int),
+        Key(SUBPROCESS_TIMEOUT_SECS, None, checks.positive_int, nullable=True),
+        Key(WORKER_TIMEOUT_SECS, 30, checks.positive_int),
+        Key(TICK_TUPLE_FREQ_SECS, None, checks.positive_int, nullable=True),
+        Key(DEBUG, False, checks.boolean),
+        Key(ENABLE_MESSAGE_TIMEOUTS, True, checks.boolean),
+        Key(HANDSHAKE_TIMEOUT_SECS, 30, checks.positive_number),
+        Key(RESTART_BACKOFF_INITIAL_SECS, 0.5, checks.positive_number),
+        Key(RESTART_BACKOFF_MAX_SECS, 30, checks.positive_number),
         # more than this many restarts within the window and the component is declared fatal
-        Key(RESTART_MAX, 10, _non_negative_int),
-        Key(RESTART_WINDOW_SECS, 60, _positive_number),
-        Key(SHUTDOWN_GRACE_SECS, 5, _non_negative_number),
-        Key(SPOUT_IDLE_MAX_SLEEP_MS, 100, _non_negative_number),
+        Key(RESTART_MAX, 10, checks.non_negative_int),
+        Key(RESTART_WINDOW_SECS, 60, checks.positive_number),
+        Key(SHUTDOWN_GRACE_SECS, 5, checks.non_negative_number),
+        Key(SPOUT_IDLE_MAX_SLEEP_MS, 100, checks.non_negative_number),
         # transactional topologies: after a batch that had no tuples (or a batch spout not ready),
         # the next batch waits, twice as long each time up to this, so that an idle transactional
         # topology does not commit empty batches back to back (docs/transactional.md §2)
-        Key(BATCH_IDLE_MAX_SLEEP_MS, 1000, _non_negative_number),
+        Key(BATCH_IDLE_MAX_SLEEP_MS, 1000, checks.non_negative_number),
         # whether spout commands may be written ahead of their syncs, for spouts whose component
         # has no `pipelining` switch: unset = where the library announces `pipeline/1` in its pid
         # reply; false = Storm's one command at a time for all (docs/protocol.md, "Protocol
         # extensions")
-        Key(SPOUT_PIPELINING, None, _boolean, nullable=True),
+        Key(SPOUT_PIPELINING, None, checks.boolean, nullable=True),
         # for a pipelining spout: ack / fail commands written before waiting for their syncs
-        Key(SPOUT_ACK_BATCH, 100, _positive_int),
+        Key(SPOUT_ACK_BATCH, 100, checks.positive_int),
         # for a pipelining spout: exchanges (a `next`, or one batch of ack / fail) written before
         # the oldest is answered by `sync`, so that the spout works while the host handles what it
         # emitted (fewer when max.spout.pending would not leave room for what they emit)
-        Key(SPOUT_NEXT_DEPTH, 32, _positive_int),
+        Key(SPOUT_NEXT_DEPTH, 32, checks.positive_int),
         # tuples written to a bolt task and not yet acked or failed. Storm bounds only the tuples
         # not yet written (topology.shellbolt.max.pending); written ones are bounded by the pipe and
         # the component. We bound them too, so that host memory stays bounded whatever a component
         # does; a window well beyond one read's worth keeps the bolt busy while the host handles
         # what it wrote. A bolt that holds tuples unacked (a batching sink) holds at most this many.
-        Key(BOLT_MAX_IN_FLIGHT, 1000, _positive_int),
+        Key(BOLT_MAX_IN_FLIGHT, 1000, checks.positive_int),
         # shuffle groupings (and none, local-or-shuffle) give a bolt task runs of consecutive
         # tuples, so that with many tasks a write and a wake-up carry more than one: at most this
         # many (1 = Storm's round robin), and no more than the bolt's measured time per tuple
         # lets it work through within the budget (host/runtime/run_length.py; docs/protocol.md)
-        Key(SHUFFLE_RUN_MAX, 32, _positive_int),
-        Key(SHUFFLE_RUN_BUDGET_MS, 1, _positive_number),
+        Key(SHUFFLE_RUN_MAX, 32, checks.positive_int),
+        Key(SHUFFLE_RUN_BUDGET_MS, 1, checks.positive_number),
         # keep the task processes off one CPU, the host's, while the host is busy and they do
         # not need it: "auto", true (two CPUs or more) or false (host/runtime/cpu_isolation.py)
-        Key(CPU_ISOLATE, "auto", _auto_or_boolean),
+        Key(CPU_ISOLATE, "auto", checks.auto_or_boolean),
         # how far the task processes yield a busy CPU to the host: "auto" (19 once there are more
         # than 4 task processes per CPU, else 0) or a niceness 0-19 (host/runtime/task_priority.py)
-        Key(TASK_NICE, "auto", _auto_or_niceness),
+        Key(TASK_NICE, "auto", checks.auto_or_niceness),
         # complete latency is timed for one spout tuple in this many (1 = all: 24 more bytes each)
-        Key(ACKER_LATENCY_SAMPLE, 16, _positive_int),
-        Key(MAX_FRAME_BYTES, 16 * 1024 * 1024, _positive_int),
+        Key(ACKER_LATENCY_SAMPLE, 16, checks.positive_int),
+        Key(MAX_FRAME_BYTES, 16 * 1024 * 1024, checks.positive_int),
         # where transactional topologies keep their batches' state (docs/transactional.md §3);
         # unset = $XDG_STATE_HOME/multilang-host or ~/.local/state/multilang-host (`state_dir`)
-        Key(STATE_DIR, None, _path, nullable=True),
+        Key(STATE_DIR, None, checks.path, nullable=True),
         # DRPC's HTTP server (docs/drpc.md §1, §5), started only for a topology with DRPC parts:
         # Storm's port, request deadline and largest request; the host's address and bounds
-        Key(DRPC_HTTP_PORT, 3774, _port),
-        Key(DRPC_REQUEST_TIMEOUT_SECS, 600, _positive_number),
-        Key(DRPC_MAX_BUFFER_SIZE, 1048576, _positive_int),
+        Key(DRPC_HTTP_PORT, 3774, checks.port),
+        Key(DRPC_REQUEST_TIMEOUT_SECS, 600, checks.positive_number),
+        Key(DRPC_MAX_BUFFER_SIZE, 1048576, checks.positive_int),
         # HOST or HOST:PORT; a port here wins over drpc.http.port (`Settings.drpc_port`)
-        Key(DRPC_BIND, "127.0.0.1", _bind),
-        Key(DRPC_MAX_PENDING, 1024, _positive_int),
-        Key(DRPC_MAX_CONNECTIONS, 1024, _positive_int),
-        Key(SPARK_BATCH_MAX_TUPLES, 10_000, _positive_int),
-        Key(SPARK_KAFKA_BATCH_MAX_RECORDS, 1000, _positive_int),
+        Key(DRPC_BIND, "127.0.0.1", checks.bind),
+        Key(DRPC_MAX_PENDING, 1024, checks.positive_int),
+        Key(DRPC_MAX_CONNECTIONS, 1024, checks.positive_int),
+        Key(SPARK_BATCH_MAX_TUPLES, 10_000, checks.positive_int),
+        Key(SPARK_KAFKA_BATCH_MAX_RECORDS, 1000, checks.positive_int),
     )
 }
 
@@ -372,7 +271,7 @@ def is_known_key(key: str) -> bool:
 # ---- reading one key ----------------------------------------------------------------------------
 
 
-class _Reader:
+class KeyReader:
     """Reads known keys from a config: the default when unset or null, and a TopologyError (not a
     value of the wrong type) when the value fails the key's check. Loaders check configs with
     `check_config` first; this keeps a config that skipped that from becoming garbage."""
@@ -397,19 +296,19 @@ class _Reader:
 
     def integer(self, key: str) -> int:
         value = self.value(key)
-        if is_int(value):
+        if checks.is_int(value):
             return value
         raise self._error(key, f"must be an integer, got {value!r}")
 
     def optional_integer(self, key: str) -> int | None:
         value = self.value(key)
-        if value is None or is_int(value):
+        if value is None or checks.is_int(value):
             return value
         raise self._error(key, f"must be an integer or null, got {value!r}")
 
     def number(self, key: str) -> float:
         value = self.value(key)
-        if is_number(value):
+        if checks.is_number(value):
             return value
         raise self._error(key, f"must be a number, got {value!r}")
 
@@ -434,7 +333,7 @@ class _Reader:
     def bind(self, key: str) -> tuple[str, int | None]:
         value = self.value(key)
         if isinstance(value, str):
-            return parse_bind(value)  # the key's check has parsed it already
+            return checks.parse_bind(value)  # the key's check has parsed it already
         raise self._error(key, f"must be HOST or HOST:PORT, got {value!r}")
 
     def _error(self, key: str, problem: str) -> TopologyError:
@@ -447,8 +346,9 @@ class _Reader:
 @dataclass(frozen=True)
 class Settings:
     """What a config says about every key the host reads, typed and with defaults applied. Built
-    from a topology's config (`settings_for`) or a component's effective config
-    (`component_settings`); the names, defaults and ranges are those of the `Key` table."""
+    from a topology's config (`settings_for`) or a component's effective config (`component_settings`
+    in `host.topology.component_config`); the names, defaults and ranges are those of the `Key`
+    table."""
 
     message_timeout_secs: int
     message_timeouts_enabled: bool
@@ -504,7 +404,7 @@ class Settings:
         """Settings from a topology or effective config; defaults fill what is missing. A value
         of the wrong type or out of range raises TopologyError naming `file`, `component` and the
         key."""
-        read = _Reader(conf, file, component)
+        read = KeyReader(conf, file, component)
         acker_executors = read.optional_integer(ACKER_EXECUTORS)
         subprocess_timeout = read.optional_integer(SUBPROCESS_TIMEOUT_SECS)
         worker_timeout = read.integer(WORKER_TIMEOUT_SECS)
@@ -556,14 +456,6 @@ def settings_for(topology: Topology) -> Settings:
     return Settings.from_config(topology.config, file=topology.source)
 
 
-def component_settings(topology: Topology, component: Component | str) -> Settings:
-    """A component's settings: those of its effective config (`effective_config`)."""
-    comp = _component_of(topology, component)
-    return Settings.from_config(
-        effective_config(topology, comp), file=topology.source, component=comp.id
-    )
-
-
 def state_dir(source: Settings | Topology) -> str:
     """The absolute state directory: `host.state.dir` (a relative one is taken from the current
     directory), else $XDG_STATE_HOME/multilang-host (when absolute, as the XDG spec asks), else
@@ -574,44 +466,3 @@ def state_dir(source: Settings | Topology) -> str:
     xdg = os.environ.get("XDG_STATE_HOME", "")
     base = xdg if os.path.isabs(xdg) else os.path.join(os.path.expanduser("~"), ".local", "state")
     return os.path.abspath(os.path.join(base, "multilang-host"))
-
-
-# ---- effective configuration --------------------------------------------------------------------
-
-
-def _component_of(topology: Topology, component: Component | str) -> Component:
-    return topology.component(component) if isinstance(component, str) else component
-
-
-def component_overrides(component: Component) -> dict:
-    """The part of a component's config that Storm honours: whitelisted known keys and custom
-    keys; other known keys (e.g. `topology.subprocess.timeout.secs`, `host.*`) are dropped."""
-    return {k: v for k, v in component.config.items() if is_component_level(k)}
-
-
-def effective_config(topology: Topology, component: Component | str) -> dict:
-    """Defaults + topology config + the component's honoured config, as Storm's `Executor.java`
-    merges them. For spouts, `topology.tick.tuple.freq.secs` is set to the message timeout as
-    Storm does (spouts never get ticks: use `tick_freq` to decide who does). Known keys set to
-    null fall back to their default or are left out."""
-    comp = _component_of(topology, component)
-    conf = {**DEFAULTS, **topology.config, **component_overrides(comp)}
-    for key, spec in KEYS.items():
-        if key in conf and conf[key] is None:
-            if spec.default is None:
-                del conf[key]
-            else:
-                conf[key] = spec.default
-    if comp.is_spout:
-        conf[TICK_TUPLE_FREQ_SECS] = conf[MESSAGE_TIMEOUT_SECS]
-    return conf
-
-
-def tick_freq(topology: Topology, component: Component | str) -> int | None:
-    """Seconds between tick tuples for this component, or None for no ticks. Only bolts whose
-    topology or own config sets `topology.tick.tuple.freq.secs` get ticks (see docs/protocol.md
-    on tick tuples): Storm's own example bolts crash on a tick they did not ask for."""
-    comp = _component_of(topology, component)
-    if comp.is_spout:
-        return None
-    return _Reader(effective_config(topology, comp)).optional_integer(TICK_TUPLE_FREQ_SECS)

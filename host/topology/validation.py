@@ -30,7 +30,7 @@ from host.topology.model import (
     Grouping,
     Topology,
 )
-from host.topology.settings import is_int
+from host.topology.setting_checks import is_int
 from host.topology.targets import LOCAL, Target
 from host.topology.transactional_check import check_batch_component, check_transactional
 

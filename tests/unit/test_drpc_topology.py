@@ -36,7 +36,8 @@ from host.topology.model import (
     Input,
     Topology,
 )
-from host.topology.settings import Settings, parse_bind, settings_for
+from host.topology.setting_checks import parse_bind
+from host.topology.settings import Settings, settings_for
 from host.topology.validation import validate
 
 DATA = Path(__file__).parent / "topologies" / "drpc"

@@ -15,6 +15,7 @@ from host.cli import main
 from host.errors import TopologyError
 from host.runtime.context import grouping_json
 from host.topology import load
+from host.topology.component_config import component_settings, effective_config, tick_freq
 from host.topology.flux import load_flux
 from host.topology.flux_env import substitute_env
 from host.topology.flux_java import BUILTINS, LOG_INFO_BOLT, TEST_WORD_COUNTER, TEST_WORD_SPOUT
@@ -32,7 +33,6 @@ from host.topology.model import (
     Grouping,
     Input,
 )
-from host.topology.settings import component_settings, effective_config, tick_freq
 
 FLUX = Path(__file__).parent / "flux"
 SPOUT_CLASS = "org.apache.storm.flux.wrappers.spouts.FluxShellSpout"

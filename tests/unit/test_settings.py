@@ -11,19 +11,16 @@ import pytest
 from host.errors import TopologyError
 from host.topology import TopologyBuilder
 from host.topology import settings as cfg
-from host.topology.config_check import check_config
-from host.topology.model import BOLT, SHUFFLE, SPOUT, Component, Grouping, Input, Topology
-from host.topology.overrides import parse_override, parse_overrides, with_overrides
-from host.topology.settings import (
-    DEFAULTS,
-    KEYS,
-    Settings,
+from host.topology.component_config import (
     component_overrides,
     component_settings,
     effective_config,
-    settings_for,
     tick_freq,
 )
+from host.topology.config_check import check_config
+from host.topology.model import BOLT, SHUFFLE, SPOUT, Component, Grouping, Input, Topology
+from host.topology.overrides import parse_override, parse_overrides, with_overrides
+from host.topology.settings import DEFAULTS, KEYS, Settings, settings_for
 
 FIXTURES = Path(__file__).parent / "topologies"
 SCRIPT = ["python", "sentences.py"]  # exists in FIXTURES
