@@ -29,6 +29,7 @@ from host.observe.observations import Observations
 from host.observe.snapshot import Snapshot
 from host.runtime import debug_log, stats
 from host.runtime.acker import Acker
+from host.runtime.backpressure import Backpressure
 from host.runtime.bolt_link import BoltLink
 from host.runtime.context import HandshakeCache, assign_tasks
 from host.runtime.cpu_isolation import CpuIsolation
@@ -106,7 +107,8 @@ class Supervisor:
         self.cpu = CpuIsolation(settings.cpu_isolate if launcher is None else False)
         self.supervision = Supervision(self.loop, self.path, settings, self.observe, self.launcher)
         self.supervision.on_failure = self.request_stop
-        self.supervision.is_paused = lambda link: bool(self._blocked_downstream[link.cid])
+        self.backpressure = Backpressure(topology)
+        self.supervision.is_paused = lambda link: self.backpressure.held(link.cid)
         self.shutdown = Shutdown(self.supervision)
         self.tasks: dict[int, Task] = {}
         self.spouts: list[SpoutLink] = []
@@ -115,9 +117,6 @@ class Supervisor:
             c.id: [] for c in topology.components if c.in_host is None
         }
         self.drpc: DrpcService | None = None
-        # backpressure: component -> number of its downstream bolt tasks whose queue is full
-        self._blocked_downstream: dict[str, int] = {c.id: 0 for c in topology.components}
-        self._sources = {c.id: {i.source for i in c.inputs} for c in topology.components}
         self._build_tasks()
         # only for real processes, as the CPU isolation: how far they yield the CPU to the host
         self.priority = TaskPriority(
@@ -249,7 +248,7 @@ class Supervisor:
             self.settings,
             self.task_map.tasks_of,
             self.observe,
-            lambda cid: bool(self._blocked_downstream[cid]),
+            self.backpressure.held,
         )
         if drpc.linear is not None:
             self.path.batches = drpc.linear
@@ -556,15 +555,11 @@ class Supervisor:
     # -- backpressure ----------------------------------------------------------------------------
     def _backpressure(self, bolt: BoltLink, full: bool) -> None:
         """Stop (or resume) reading the components that feed a full bolt task."""
-        for source in self._sources[bolt.cid]:
-            before = self._blocked_downstream[source]
-            after = before + (1 if full else -1)
-            self._blocked_downstream[source] = after
-            if (before == 0) != (after == 0):
-                for task in self.by_component.get(source, ()):
-                    if isinstance(task.link, SpoutLink):
-                        task.link.paused = after != 0
-                    self.supervision.set_reading(task, after == 0)
+        for source, held in self.backpressure.bolt_task(bolt.cid, full):
+            for task in self.by_component.get(source, ()):
+                if isinstance(task.link, SpoutLink):
+                    task.link.paused = held
+                self.supervision.set_reading(task, not held)
 
     def pids(self) -> dict[str, int]:
         """Task name -> pid, for every task whose process is running now."""
