@@ -213,7 +213,7 @@ class BatchSpoutProcess:
 
     def _release(self, child: Child) -> None:
         child.signal_group(signal.SIGKILL)  # what it started in its group goes with it
-        self._drain_stderr(child)
+        self.log.drain(child.stderr_fd)
         child.close()
         self.child = None
         try:
@@ -268,8 +268,8 @@ class BatchSpoutProcess:
             if left <= 0:
                 self._fail(f"no answer to {what} within {timeout:g}s")
             for fd, _ in poll.poll(int(min(left, 1.0) * 1000) + 1):
-                if fd == child.stderr_fd:
-                    self._read_stderr(child, poll)
+                if fd == child.stderr_fd and not self.log.read_from(fd):
+                    poll.unregister(fd)  # a closed pipe polls ready forever
                 elif fd == child.stdout_fd:
                     data = os.read(child.stdout_fd, READ_CHUNK)
                     if not data:
@@ -328,28 +328,6 @@ class BatchSpoutProcess:
             )
         self._pid_reply = reply
 
-    def _read_stderr(self, child: Child, poll: select.poll) -> None:
-        try:
-            data = os.read(child.stderr_fd, READ_CHUNK)
-        except BlockingIOError:
-            return
-        if data:
-            self.log.stderr(data)
-        else:
-            poll.unregister(child.stderr_fd)
-            self.log.stderr_end()
-
-    def _drain_stderr(self, child: Child) -> None:
-        for _ in range(64):
-            try:
-                data = os.read(child.stderr_fd, READ_CHUNK)
-            except (BlockingIOError, OSError, ValueError):
-                return
-            if not data:
-                self.log.stderr_end()
-                return
-            self.log.stderr(data)
-
     def _exited(self, what: str) -> Any:
         child = self.child
         assert child is not None
@@ -357,7 +335,7 @@ class BatchSpoutProcess:
             status = child.popen.wait(1.0)
         except Exception:
             status = None
-        self._drain_stderr(child)
+        self.log.drain(child.stderr_fd)
         self._fail(f"{what}: {describe_exit(status)}")
 
     def _fail(self, reason: str, raw: bytes = b"") -> Any:

@@ -126,6 +126,7 @@ class SpoutProcess:
         self._idle_sleep = 0.0
         self._next_at = 0.0
         self._heard_at = 0.0
+        self._stderr_open = False  # polled until it ends (a closed pipe polls ready forever)
         self._pid_reply: Pid | None = None
         self._emits: list[Emit] = []
 
@@ -150,6 +151,7 @@ class SpoutProcess:
                 comp.id, self.task, None, f"cannot start {list(comp.command)!r}: {exc}"
             ) from None
         self.child = child
+        self._stderr_open = True
         self.generation += 1
         self.log.new_process(child.pid)
         self.decoder = self.ser.decoder(self.max_frame)
@@ -208,7 +210,7 @@ class SpoutProcess:
 
     def _release(self, child: Child) -> None:
         child.signal_group(signal.SIGKILL)  # what it started in its group goes with it
-        self._drain_stderr(child)
+        self.log.drain(child.stderr_fd)
         child.close()
         self.child = None
         try:
@@ -309,14 +311,15 @@ class SpoutProcess:
             self._fail(f"no sync within {self.timeout:g}s of its command")
         poll = select.poll()
         poll.register(child.stdout_fd, select.POLLIN)
-        poll.register(child.stderr_fd, select.POLLIN)
+        if self._stderr_open:
+            poll.register(child.stderr_fd, select.POLLIN)
         if self._off < len(self._out):
             poll.register(child.stdin_fd, select.POLLOUT)
         for fd, _ in poll.poll(int(max(0.0, wait) * 1000)):
             if fd == child.stdin_fd:
                 self._flush()
             elif fd == child.stderr_fd:
-                self._read_stderr(child)
+                self._stderr_open = self.log.read_from(fd)
             elif fd == child.stdout_fd:
                 data = os.read(child.stdout_fd, READ_CHUNK)
                 if not data:
@@ -381,32 +384,13 @@ class SpoutProcess:
             self.outcomes_out -= 1
         self._emitted = 0
 
-    def _read_stderr(self, child: Child) -> None:
-        try:
-            data = os.read(child.stderr_fd, READ_CHUNK)
-        except BlockingIOError:
-            return
-        if data:
-            self.log.stderr(data)
-
-    def _drain_stderr(self, child: Child) -> None:
-        for _ in range(64):
-            try:
-                data = os.read(child.stderr_fd, READ_CHUNK)
-            except (BlockingIOError, OSError, ValueError):
-                return
-            if not data:
-                self.log.stderr_end()
-                return
-            self.log.stderr(data)
-
     def _exited(self, what: str) -> Any:
         child = self.child
         assert child is not None
         status = child.poll()
         if status is None and _wait(child, 1.0):
             status = child.exit_status
-        self._drain_stderr(child)
+        self.log.drain(child.stderr_fd)
         self._fail(f"{what}: {describe_exit(status)}")
 
     def _fail(self, reason: str, raw: bytes = b"") -> Any:

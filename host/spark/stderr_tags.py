@@ -19,6 +19,7 @@ memory. The last STDERR_TAIL lines are kept for the failure report.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections import deque
 from typing import TextIO
@@ -28,6 +29,8 @@ from multilang.messages import DEBUG, ERROR, INFO, TRACE, WARN
 log = logging.getLogger("host.spark")
 
 STDERR_TAIL = 20
+READ_CHUNK = 1 << 16  # one read of a child's stderr
+DRAIN_READS = 64  # reads of an exited child's stderr at most
 MAX_PARTIAL_LINE = 65536
 MAX_LINE_CHARS = 2000
 
@@ -108,6 +111,32 @@ class TaggedLog:
         if self._partial:
             raw, self._partial = self._partial, b""
             self._stderr_line(raw)
+
+    def read_from(self, fd: int) -> bool:
+        """One read of the child's stderr pipe `fd` (non-blocking), logged; False once the pipe
+        has ended, so that the caller stops polling it (a closed pipe polls as ready forever)."""
+        try:
+            data = os.read(fd, READ_CHUNK)
+        except BlockingIOError:
+            return True
+        if not data:
+            self.stderr_end()
+            return False
+        self.stderr(data)
+        return True
+
+    def drain(self, fd: int) -> None:
+        """What an exited child left in its stderr pipe, for the failure report. Bounded: a
+        grandchild that inherited the pipe may still be writing to it."""
+        for _ in range(DRAIN_READS):
+            try:
+                data = os.read(fd, READ_CHUNK)
+            except (BlockingIOError, OSError, ValueError):
+                return
+            if not data:
+                self.stderr_end()
+                return
+            self.stderr(data)
 
     def _stderr_line(self, raw: bytes) -> None:
         text = raw.rstrip(b"\r").decode("utf-8", "replace")
