@@ -31,7 +31,7 @@ import re
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
@@ -60,7 +60,7 @@ from host.spark.spark_input_source import SparkInput
 from host.spark.spout_mix import check_sources
 from host.spark.staged_source import STAGED_SOURCE_NAME, StagedSpoutSource
 from host.spark.staged_spouts import StagedSpouts
-from host.spark.stages import BatchRun, Output
+from host.spark.stages import BatchRun
 from host.topology import settings as cfg
 
 log = logging.getLogger("host.spark")
@@ -355,7 +355,7 @@ class SparkEngine:
             self.job_group, f"txid {tx.txid} attempt {tx.attempt}", interruptOnCancel=True
         )
         rows = df.rdd if self.spark_input is None else self.spark_input.rows(df, int(batch_id))
-        run = BatchRun(self.plan, rows.mapPartitions(_spout_outputs), tx, self.run_id)
+        run = BatchRun(self.plan, rows, tx, self.run_id)
         try:
             run.run(sc)
         finally:
@@ -462,13 +462,6 @@ def _set_log_levels(spark: Any, levels: dict[str, str]) -> None:
     log4j = jvm.org.apache.logging.log4j
     for name, level in levels.items():
         log4j.core.config.Configurator.setLevel(name, log4j.Level.getLevel(level))
-
-
-def _spout_outputs(rows: Iterable[Any]) -> Iterator[Output]:
-    """The source's rows as a stage's outputs: (stream, task, values, direct task)."""
-    loads = json.loads
-    for row in rows:
-        yield (row[2], row[1], loads(row[3]), row[4])
 
 
 # our errors as a traceback in Spark's exception text ends them: `host.errors.TopologyError: ...`

@@ -14,8 +14,8 @@ micro-batch covers exactly one txid, so Spark batch id B reads txid B + 1:
 * `partitions(start, end)` gives one partition per spout task for txid `end`.
 * `read(partition)` runs in an executor: that spout task's `batch_emit` for the txid with the
   stored metadata, the attempt number the driver stored for this run of the micro-batch, the
-  task's own stored metadata of the txid (a replay) and of the txid before. Each emit becomes a
-  row `(index, task, stream, values as JSON text, direct task)`; the task's `batch_meta` is stored
+  task's own stored metadata of the txid (a replay) and of the txid before. Its emits become
+  rows of runs of tuples (host/spark/source_rows.py); the task's `batch_meta` is stored
   (fsynced) once its `sync` came, under the state directory's `user/<index>/<txid>.json`.
 
 The state directory has host local's layout (host/batch/store.py, docs/transactional.md §3):
@@ -44,10 +44,10 @@ from host.errors import TopologyError
 from host.runtime.context import assign_tasks
 from host.spark.batch_spout_process import NO_META, BatchSpoutProcess, shared_spout
 from host.spark.component_process import Tx
+from host.spark.source_rows import SCHEMA, source_rows, values_json
 from host.topology.model import Topology
 
 SOURCE_NAME = "multilang_batch_spout"
-SCHEMA = "index INT, task INT, stream STRING, `values` STRING, direct INT"
 
 
 def source_options(topology: Topology, spout: str, state_root: str) -> dict[str, str]:
@@ -228,9 +228,8 @@ def read_spout_partition(
     emits = proc.emit(
         Tx(p.txid, attempt), record.get("meta"), stored, prev, committed, replay=attempt > 1
     )
-    index, task = p.index, p.task
-    dumps = json.dumps
-    for m in emits:
-        yield (index, task, m.stream, dumps(m.values, separators=(",", ":")), m.task)
+    yield from source_rows(
+        p.index, p.task, ((m.stream, values_json(m.values), m.task) for m in emits)
+    )
     if proc.reported is not NO_META:
         put_task_meta(root, p.index, p.txid, proc.reported)

@@ -5,7 +5,7 @@ host/spark/spark_input.py's, pure).
     spark_input.register(spark)                   # the file-backed data source
     df = spark_input.stream(spark)                # the query's source
     record = spark_input.record(txid, batch_id)   # in foreachBatch: its stored metadata
-    rows = spark_input.rows(df, batch_id)         # its rows, in host/spark/source.py's SCHEMA
+    rows = spark_input.rows(df, batch_id)         # its rows (host/spark/source_rows.py)
     spark_input.committed(txid)                   # after the commit: stagings not read again
 
 - **streaming**: the spout's job's streaming DataFrame, its output fields selected, is the
@@ -37,7 +37,6 @@ for the other sources (docs/spark.md §6.1).
 from __future__ import annotations
 
 import base64
-import json
 import os
 import pickle
 import shutil
@@ -64,7 +63,8 @@ from components.spark_spout.segments import (
 from components.spark_spout.session import call_job, load_callable
 from host.batch.store import BatchStore
 from host.errors import TopologyError
-from host.spark.source import SCHEMA, currtx, meta_record
+from host.spark.source import currtx, meta_record
+from host.spark.source_rows import SCHEMA, SourceRow, source_rows, values_json
 from host.spark.spark_input import (
     DATAFRAME,
     DIRECTORY,
@@ -88,11 +88,11 @@ BATCH_PREFIX = "batch-"  # <checkpoint>/input/batch-<B>/: streaming micro-batch 
 # ---- rows: the spout's own reading and conversion --------------------------------------------
 
 
-def read_files(spec: InputSpec, meta: dict[str, Any], files: Sequence[str]) -> Iterator[tuple]:
-    """The rows of `files` (one micro-batch's share), read and converted as the spout does."""
+def read_files(spec: InputSpec, meta: dict[str, Any], files: Sequence[str]) -> Iterator[SourceRow]:
+    """The source rows of `files` (one micro-batch's share), read and converted as the spout
+    does."""
     c = spec.cfg
     converter = RowConverter(c.fields)
-    dumps = json.dumps
     for path in files:
         fs, local = filesystem(path)
         if meta["input"] == DATAFRAME:  # the staged copy: parquet, its fields only
@@ -100,8 +100,8 @@ def read_files(spec: InputSpec, meta: dict[str, Any], files: Sequence[str]) -> I
         else:
             segment = open_segment(path, fs, [local], format_of(local, c.format), c)
         for batch in record_batches(segment, converter.fields, c.batch_rows):
-            for values in converter.rows(batch):
-                yield (0, spec.task, DEFAULT_STREAM, dumps(values, separators=(",", ":")), None)
+            tuples = ((DEFAULT_STREAM, values_json(v), None) for v in converter.rows(batch))
+            yield from source_rows(0, spec.task, tuples)
 
 
 # ---- the streaming input's sources --------------------------------------------------------------

@@ -50,31 +50,15 @@ from host.spark.plan import (
     Stage,
 )
 from host.spark.process_cache import shared_process
+from host.spark.source_rows import Chunk, source_chunks
 from host.topology.model import Topology
 
-Output = tuple[str, int, list[Any], "int | None"]  # one row: stream, task, values, direct target
-Chunk = tuple[str, int, list[list[Any]], "int | None"]  # stream, task, [values...], direct target
 InputChunk = tuple[str, str, int, list[list[Any]]]  # source, stream, source task, [values...]
-CHUNK = 4096  # tuples per chunk, at most, where the engine builds chunks itself
 
 
 def identity(key: int) -> int:
     """The partition function for keys that already are partition numbers."""
     return key
-
-
-def chunked(rows: Iterable[Output]) -> Iterator[Chunk]:
-    """Rows (the source's) as chunks: consecutive rows with one stream, task and direct task."""
-    key: tuple[str, int, int | None] | None = None
-    values: list[list[Any]] = []
-    for stream, task, v, direct in rows:
-        if key != (stream, task, direct) or len(values) >= CHUNK:
-            if key is not None and values:
-                yield (key[0], key[1], values, key[2])
-            key, values = (stream, task, direct), []
-        values.append(v)
-    if key is not None and values:
-        yield (key[0], key[1], values, key[2])
 
 
 # ---- one partition of one stage (runs in an executor's Python worker, or the driver) ----------
@@ -220,8 +204,8 @@ def _driver_thread() -> ThreadPoolExecutor:
 
 
 class BatchRun:
-    """The RDDs and jobs of one micro-batch. `source_rdd` holds the spouts' output rows, in
-    their tasks' partitions (partition i = spout task i; with several spouts, every task of
+    """The RDDs and jobs of one micro-batch. `source_rdd` holds the source's rows
+    (host/spark/source_rows.py), in the spout tasks' partitions (partition i = spout task i; with several spouts, every task of
     every spout, the row's task telling whose)."""
 
     def __init__(self, plan: Plan, source_rdd: Any, tx: Tx, run_id: str) -> None:
@@ -255,7 +239,7 @@ class BatchRun:
         local_or_shuffle: any task will do) use a source partition's index, so routing stays
         that of `host local`."""
         spouts = [s for s in self.plan.stages if s.component.is_spout]
-        chunks = source_rdd.mapPartitions(chunked, preservesPartitioning=True)
+        chunks = source_rdd.mapPartitions(source_chunks, preservesPartitioning=True)
         if len(spouts) == 1:
             self._keep(spouts[0], chunks)
             return

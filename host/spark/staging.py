@@ -20,9 +20,10 @@ import json
 import os
 import shutil
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from host.spark.source_rows import SourceRow, source_rows
 from multilang.messages import Emit
 
 STAGED_SUBDIR = "staged"  # <checkpoint>/staged/<txid>/
@@ -118,15 +119,18 @@ def staged_task_ids(staged_root: str, txid: int) -> list[tuple[int, str]]:
     return out
 
 
-def read_rows(staged_root: str, txid: int, index: int, task: int) -> Iterator[tuple[Any, ...]]:
-    """Task `index`'s staged share of txid as the source's rows (index, task, stream, values
-    as JSON text, direct task)."""
+def read_rows(staged_root: str, txid: int, index: int, task: int) -> Iterator[SourceRow]:
+    """Task `index`'s staged share of txid as the source's rows (host/spark/source_rows.py)."""
     path = os.path.join(staged_path(staged_root, txid), ROWS.format(index=index))
-    loads = json.loads
     with open(path, encoding="utf-8") as f:
-        for line in f:
-            stream, direct, _, values = line.rstrip("\n").split("\t", 3)
-            yield (index, task, loads(stream), values, int(direct) if direct else None)
+        yield from source_rows(index, task, _staged_tuples(f))
+
+
+def _staged_tuples(lines: Iterable[str]) -> Iterator[tuple[str, str, int | None]]:
+    loads = json.loads
+    for line in lines:
+        stream, direct, _, values = line.rstrip("\n").split("\t", 3)
+        yield (loads(stream), values, int(direct) if direct else None)
 
 
 def _write_file(path: str, data: bytes) -> None:

@@ -497,10 +497,11 @@ def test_staged_rows_round_trip(tmp_path: Path) -> None:
     ]
     write_staged(str(tmp_path), 3, (4, 5), [[encode_row(m) for m in emits], []])
     rows = list(read_rows(str(tmp_path), 3, 0, 4)) + list(read_rows(str(tmp_path), 3, 1, 5))
+    # a row per run of tuples with one stream and direct target (host/spark/source_rows.py)
     assert [(r[0], r[1], r[2], json.loads(r[3]), r[4]) for r in rows] == [
-        (0, 4, "default", ["tab\there", {"a": [1, 2]}], None),
-        (0, 4, "other", ["line\nbreak", None], 9),
-        (0, 4, "default", ["é", 1.5], None),
+        (0, 4, "default", [["tab\there", {"a": [1, 2]}]], None),
+        (0, 4, "other", [["line\nbreak", None]], 9),
+        (0, 4, "default", [["é", 1.5]], None),
     ]
     assert staged_ids(str(tmp_path), 3) == ["7", '"x\\ty"']
     assert sorted(os.listdir(tmp_path)) == ["3"]  # no temporary directory left
