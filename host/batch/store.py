@@ -13,34 +13,15 @@ import json
 import os
 from typing import Any
 
+from components.files import write_atomically as write_bytes_atomically
 from host.errors import TopologyError
 
 _MISSING: Any = object()
 
 
 def write_atomically(path: str, value: Any) -> None:
-    """`value` as JSON at `path`, all or nothing (see the module's docstring)."""
-    directory = os.path.dirname(path)
-    tmp = f"{path}.tmp"
-    data = json.dumps(value, separators=(",", ":")).encode("utf-8")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    _fsync_dir(directory)
-
-
-def _fsync_dir(directory: str) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    """`value` as compact JSON at `path`, all or nothing (see the module's docstring)."""
+    write_bytes_atomically(path, json.dumps(value, separators=(",", ":")).encode("utf-8"))
 
 
 def _read(path: str, default: Any = _MISSING) -> Any:

@@ -23,6 +23,7 @@ import os
 import uuid
 from typing import Any, Protocol
 
+from components.files import write_atomically
 from host.errors import TopologyError
 from host.spark.kafka_source import STORM_KAFKA_TX_MODULE, TX_MODULE, range_ends, runs_module
 from host.spark.plan import Plan, Stage
@@ -66,12 +67,7 @@ def topology_instance(checkpoint: str, topology_name: str) -> str:
         pass
     os.makedirs(checkpoint, exist_ok=True)
     instance = f"{topology_name}-spark-{uuid.uuid4().hex[:12]}"
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(instance + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    write_atomically(path, f"{instance}\n".encode())
     return instance
 
 

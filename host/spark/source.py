@@ -29,7 +29,6 @@ import base64
 import json
 import os
 import pickle
-import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -39,6 +38,7 @@ from pyspark.sql.datasource import (
     InputPartition,
 )
 
+from components.files import write_atomically
 from host.batch.store import BatchStore
 from host.errors import TopologyError
 from host.runtime.context import assign_tasks
@@ -98,23 +98,8 @@ def put_task_meta(root: str, index: int, txid: int, meta: Any) -> None:
     the same txid's file at once (a retried task and a straggler), with the same content."""
     directory = os.path.join(root, "user", str(index))
     os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, f"{txid}.json")
-    tmp = f"{path}.{uuid.uuid4().hex}.tmp"
     data = json.dumps(meta, separators=(",", ":")).encode("utf-8")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    dfd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
+    write_atomically(os.path.join(directory, f"{txid}.json"), data)
 
 
 # ---- the data source ----------------------------------------------------------------------------

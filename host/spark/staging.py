@@ -23,6 +23,7 @@ import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from components.files import fsync_dir, write_durably
 from host.spark.source_rows import SourceRow, source_rows
 from multilang.messages import Emit
 
@@ -65,15 +66,15 @@ def write_staged(
     os.mkdir(tmp)
     try:
         for index, lines in enumerate(rows):
-            _write_file(os.path.join(tmp, ROWS.format(index=index)), b"".join(lines))
+            write_durably(os.path.join(tmp, ROWS.format(index=index)), b"".join(lines))
         manifest = {"txid": txid, "tasks": list(tasks), "tuples": [len(r) for r in rows]}
-        _write_file(os.path.join(tmp, MANIFEST), json.dumps(manifest).encode())
-        _fsync_dir(tmp)
+        write_durably(os.path.join(tmp, MANIFEST), json.dumps(manifest).encode())
+        fsync_dir(tmp)
         os.rename(tmp, staged_path(staged_root, txid))
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    _fsync_dir(staged_root)
+    fsync_dir(staged_root)
 
 
 def delete_staged(staged_root: str, txid: int) -> None:
@@ -131,22 +132,3 @@ def _staged_tuples(lines: Iterable[str]) -> Iterator[tuple[str, str, int | None]
     for line in lines:
         stream, direct, _, values = line.rstrip("\n").split("\t", 3)
         yield (loads(stream), values, int(direct) if direct else None)
-
-
-def _write_file(path: str, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _fsync_dir(directory: str) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
