@@ -102,6 +102,20 @@ def put_task_meta(root: str, index: int, txid: int, meta: Any) -> None:
     write_atomically(os.path.join(directory, f"{txid}.json"), data)
 
 
+def initial_offset(root: str) -> dict[str, int]:
+    """Every txid source's `initialOffset`: a new query (no Spark checkpoint yet) has handed
+    over txid 0. A state directory with committed txids belongs to another query (its
+    checkpoint lost or not passed): refused rather than read from txid 1 again."""
+    committed = currtx(root) - 1
+    if committed > 0:
+        raise TopologyError(
+            f"the batch state in {root} has txids up to {committed} committed, but Spark's "
+            "checkpoint of this query is new: they must be kept together (the same "
+            "--checkpoint directory), or both started afresh"
+        )
+    return {"txid": 0}
+
+
 # ---- the data source ----------------------------------------------------------------------------
 
 
@@ -136,16 +150,7 @@ class BatchSpoutReader(DataSourceStreamReader):
         self._coordinator: BatchSpoutProcess | None = None  # made on first use (driver side)
 
     def initialOffset(self) -> dict[str, int]:
-        """A new query (no Spark checkpoint yet): txid 0 handed over. A state directory that has
-        committed txids belongs to another query: refused rather than read from txid 1 again."""
-        committed = currtx(self.root) - 1
-        if committed > 0:
-            raise TopologyError(
-                f"the batch state in {self.root} has txids up to {committed} committed, but "
-                "Spark's checkpoint of this query is new: they must be kept together (the same "
-                "--checkpoint directory), or both started afresh"
-            )
-        return {"txid": 0}
+        return initial_offset(self.root)
 
     def latestOffset(self, start: dict[str, int], limit: Any) -> dict[str, int]:
         last = int(start["txid"])

@@ -63,7 +63,7 @@ from components.spark_spout.segments import (
 from components.spark_spout.session import call_job, load_callable
 from host.batch.store import BatchStore
 from host.errors import TopologyError
-from host.spark.source import currtx, meta_record
+from host.spark.source import initial_offset, meta_record
 from host.spark.source_rows import SCHEMA, SourceRow, source_rows, values_json
 from host.spark.spark_input import (
     DATAFRAME,
@@ -173,14 +173,7 @@ class SparkInputReader(DataSourceStreamReader):
         self.max_rows = int(options["max_rows"])
 
     def initialOffset(self) -> dict[str, int]:
-        committed = currtx(self.root) - 1
-        if committed > 0:  # as host/spark/source.py: a state without its Spark checkpoint
-            raise TopologyError(
-                f"the batch state in {self.root} has txids up to {committed} committed, but "
-                "Spark's checkpoint of this query is new: they must be kept together (the same "
-                "--checkpoint directory), or both started afresh"
-            )
-        return {"txid": 0}
+        return initial_offset(self.root)
 
     def latestOffset(self, start: dict[str, int], limit: Any) -> dict[str, int]:
         last = int(start["txid"])

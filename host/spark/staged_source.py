@@ -23,7 +23,8 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
 from host.errors import TopologyError
-from host.spark.source import SCHEMA, currtx, meta_record
+from host.spark.source import initial_offset, meta_record
+from host.spark.source_rows import SCHEMA
 from host.spark.staging import read_manifest, read_rows
 
 STAGED_SOURCE_NAME = "multilang_staged_spout"
@@ -57,14 +58,7 @@ class StagedSpoutReader(DataSourceStreamReader):
         self.staged = str(options["staged"])
 
     def initialOffset(self) -> dict[str, int]:
-        committed = currtx(self.root) - 1
-        if committed > 0:
-            raise TopologyError(
-                f"the batch state in {self.root} has txids up to {committed} committed, but "
-                "Spark's checkpoint of this query is new: they must be kept together (the same "
-                "--checkpoint directory), or both started afresh"
-            )
-        return {"txid": 0}
+        return initial_offset(self.root)
 
     def latestOffset(self, start: dict[str, int], limit: Any) -> dict[str, int]:
         """T + 1 once it is staged and its metadata stored (the driver's stager writes both, in
