@@ -24,6 +24,7 @@ from host.spark.plan import (
     Stage,
 )
 from host.spark.spout_mix import sources_lines
+from host.spark.staged_spouts import idle_batch_secs
 from host.topology.flux_java import builtin_for_command
 from host.topology.graph import edge_label
 from host.topology.model import PARTIAL_KEY, Input
@@ -78,12 +79,20 @@ def explain(plan: Plan) -> str:
             "transaction, committed in txid order"
         )
     lines.extend(sources_lines(plan))  # several spouts: what a micro-batch holds, or why not
+    idle = None
+    if any(s.role == DRIVER_SPOUT for s in plan.stages):
+        idle = idle_batch_secs(topology)
+        if idle is not None:
+            lines.append(
+                f"  idle micro-batches: one after {idle:g} s with none, while the spouts emit "
+                f"nothing (host.spark.idle.batch.secs), so that ticking bolts get their ticks"
+            )
     for number, stage in enumerate(plan.stages, 1):
-        lines.extend(_stage_lines(number, stage))
+        lines.extend(_stage_lines(number, stage, idle))
     return "\n".join(lines) + "\n"
 
 
-def _stage_lines(number: int, stage: Stage) -> list[str]:
+def _stage_lines(number: int, stage: Stage, idle: float | None) -> list[str]:
     c = stage.component
     kind = "spout" if c.is_spout else "bolt"
     member = " in the batch group" if stage.in_batch_group and not c.is_spout else ""
@@ -94,7 +103,7 @@ def _stage_lines(number: int, stage: Stage) -> list[str]:
         f"    role: {_ROLE_TEXT[stage.role]}",
     ]
     if stage.tick_freq is not None:
-        lines.append(f"    ticks: {_ticks(stage.tick_freq)}")
+        lines.append(f"    ticks: {_ticks(stage.tick_freq, idle)}")
     if stage.inputs:
         union = f" (a union of {len(stage.inputs)})" if stage.union else ""
         lines.append(f"    inputs{union}:")
@@ -120,12 +129,17 @@ def _runs(command: tuple[str, ...]) -> str:
     return f"{text} ({language})" if language else text
 
 
-def _ticks(freq: int) -> str:
+def _ticks(freq: int, idle: float | None) -> str:
     # what host/spark/ticks.py gives: its clock runs only while a partition runs
+    between = (
+        f"between micro-batches, an idle one after {idle:g} s brings the end one"
+        if idle is not None
+        else "none between micro-batches"
+    )
     return (
         f"every {freq} s while its partition's input is written, and one at the end of that "
         f"input, before the partition waits for its last acks (topology.tick.tuple.freq.secs = "
-        f"{freq}); none between micro-batches"
+        f"{freq}); {between}"
     )
 
 

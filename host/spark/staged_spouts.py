@@ -17,7 +17,9 @@ thread cuts the buffer into batches: once a trigger interval has passed since th
 `<checkpoint>/staged/<T>/` -- one file per spout task (partition i = task i) and a manifest, each
 fsynced, in a temporary directory renamed into place (host/spark/staging.py) -- and only then is
 T's metadata stored (attempt 0) so that the source's offset can move to T. At most one batch is
-staged ahead of the one running (T + 1 while T runs).
+staged ahead of the one running (T + 1 while T runs). When bolts tick, an idle (empty) batch is
+staged once their shortest period has passed with no batch (`idle_batch_secs`), so that their
+ticks go on while no spout emits.
 
 Outcomes, as Storm's acker would give them: the message ids of a batch are acked to the spout
 (in the driver, by the process that emitted them) when the txid is committed, and its staging is
@@ -54,7 +56,7 @@ from host.spark.staging import (
     write_staged,
 )
 from host.topology import settings as cfg
-from host.topology.component_config import component_settings
+from host.topology.component_config import component_settings, tick_freq
 from host.topology.model import Topology
 from multilang.messages import Emit
 
@@ -70,6 +72,30 @@ def max_batch_tuples(topology: Topology) -> int:
     """`host.spark.batch.max.tuples`: the most tuples one staged micro-batch holds (default
     10,000; checked with the rest of the settings: a TopologyError names the key)."""
     return cfg.settings_for(topology).spark_batch_max_tuples
+
+
+def idle_batch_secs(topology: Topology) -> float | None:
+    """How long the plain spouts' source may go without a micro-batch before it stages an idle
+    (empty) one, or None for never: `host.spark.idle.batch.secs`, by default the shortest tick
+    period of the topology's bolts. A bolt's ticks come only while one of its partitions runs
+    (docs/spark.md §2.4); an idle micro-batch runs every partition, so a bolt that reports or
+    flushes on a tick does so every period while no spout emits, as under `host local`."""
+    configured = cfg.settings_for(topology).spark_idle_batch_secs
+    if configured is not None:
+        return float(configured) if configured > 0 else None
+    periods = [f for c in topology.components if (f := tick_freq(topology, c)) is not None]
+    return float(min(periods)) if periods else None
+
+
+def idle_batch_due(
+    now: float, last_batch: float, idle_secs: float | None, buffered: int, in_flight: int
+) -> bool:
+    """Whether the stager stages an idle micro-batch at `now`: idle batches are on, nothing is
+    buffered (a batch with tuples comes on the trigger anyway), no staged batch is waiting for
+    its commit, and the period has passed since the last batch was staged or committed."""
+    return (
+        idle_secs is not None and buffered == 0 and in_flight == 0 and now - last_batch >= idle_secs
+    )
 
 
 def fair_shares(sizes: Sequence[int], limit: int) -> list[int]:
@@ -141,6 +167,9 @@ class StagedSpouts:
         self.trigger_secs = trigger_secs
         self.run_id = run_id
         self.max_tuples = max_batch_tuples(plan.topology)
+        self.idle_secs = idle_batch_secs(plan.topology)
+        self.last_batch = time.monotonic()  # when a batch was last staged or committed
+        self.idle_batches = 0
         self.lock = threading.Condition()
         every = [(spout, task) for spout in self.spouts for task in spout.tasks]
         self.tasks = [
@@ -224,6 +253,7 @@ class StagedSpouts:
                 task.pending -= 1
                 self.acked += 1
             self.currtx = max(self.currtx, txid + 1)
+            self.last_batch = time.monotonic()
             if self.replayed:
                 self.replayed = {k: t for k, t in self.replayed.items() if t > txid}
             self.lock.notify_all()
@@ -363,17 +393,22 @@ class StagedSpouts:
             with self.lock:
                 if self.stopping:
                     return
+                now = time.monotonic()
                 buffered = sum(len(t.buffer) for t in self.tasks)
                 allowed = self.next_txid <= self.currtx + AHEAD
                 due = buffered >= self.max_tuples or (
-                    buffered > 0 and time.monotonic() - last_cut >= self.trigger_secs
+                    buffered > 0 and now - last_cut >= self.trigger_secs
                 )
-                if not (allowed and due):
+                in_flight = self.next_txid - self.currtx  # staged, not yet committed
+                idle = idle_batch_due(now, self.last_batch, self.idle_secs, buffered, in_flight)
+                if not (allowed and (due or idle)):
                     self.lock.wait(STAGER_WAIT_SECS)
                     continue
                 txid = self.next_txid
                 cut = self._cut()
             last_cut = time.monotonic()
+            if idle:
+                log.debug("%s: txid %d staged idle, for the bolts' ticks", self.name, txid)
             self._stage(txid, cut)
 
     def _cut(self) -> list[list[Tagged]]:
@@ -417,4 +452,6 @@ class StagedSpouts:
             self.staged_ids[txid] = ids
             self.next_txid = txid + 1
             self.staged_batches += 1
+            self.idle_batches += not any(cut)
+            self.last_batch = time.monotonic()
         log.debug("txid %d staged: %d tuple(s)", txid, sum(len(s) for s in cut))

@@ -67,6 +67,10 @@ SPARK_BATCH_MAX_TUPLES = "host.spark.batch.max.tuples"
 # `host spark` (docs/spark.md §4.7): the most records one micro-batch of a Kafka source reads from
 # each Kafka partition
 SPARK_KAFKA_BATCH_MAX_RECORDS = "host.spark.kafka.batch.max.records"
+# `host spark` (docs/spark.md §2.4): seconds without a micro-batch after which the plain spouts'
+# source runs an idle (empty) one, so that ticking bolts get their ticks; unset = the shortest
+# tick period of the topology's bolts, 0 = never
+SPARK_IDLE_BATCH_SECS = "host.spark.idle.batch.secs"
 
 HOST_PREFIX = "host."
 
@@ -157,6 +161,7 @@ KEYS: dict[str, Key] = {
         Key(DRPC_MAX_CONNECTIONS, 1024, checks.positive_int),
         Key(SPARK_BATCH_MAX_TUPLES, 10_000, checks.positive_int),
         Key(SPARK_KAFKA_BATCH_MAX_RECORDS, 1000, checks.positive_int),
+        Key(SPARK_IDLE_BATCH_SECS, None, checks.non_negative_number, nullable=True),
     )
 }
 
@@ -312,6 +317,12 @@ class KeyReader:
             return value
         raise self._error(key, f"must be a number, got {value!r}")
 
+    def optional_number(self, key: str) -> float | None:
+        value = self.value(key)
+        if value is None or checks.is_number(value):
+            return value
+        raise self._error(key, f"must be a number or null, got {value!r}")
+
     def optional_boolean(self, key: str) -> bool | None:
         value = self.value(key)
         if value is None or isinstance(value, bool):
@@ -396,6 +407,8 @@ class Settings:
     spark_batch_max_tuples: int = 10_000
     # `host spark`: the most records one micro-batch of a Kafka source reads per Kafka partition
     spark_kafka_batch_max_records: int = 1000
+    # `host spark`: idle micro-batches (None: as the bolts' ticks need; 0: never)
+    spark_idle_batch_secs: float | None = None
 
     @classmethod
     def from_config(
@@ -448,6 +461,7 @@ class Settings:
             drpc_max_connections=read.integer(DRPC_MAX_CONNECTIONS),
             spark_batch_max_tuples=read.integer(SPARK_BATCH_MAX_TUPLES),
             spark_kafka_batch_max_records=read.integer(SPARK_KAFKA_BATCH_MAX_RECORDS),
+            spark_idle_batch_secs=read.optional_number(SPARK_IDLE_BATCH_SECS),
         )
 
 

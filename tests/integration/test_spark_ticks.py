@@ -16,12 +16,16 @@ The run stops (SIGTERM) once the spout has had every id acked: each micro-batch 
 MAX_TUPLES tuples, so there are several. The Parquet files then hold every row once, as the same
 topology (without `held`, whose hour-long period would hold its tuples past the spout's timeout
 under `host local`) writes them under `host local`.
+
+Then ticks while the spout is quiet: idle micro-batches (host/spark/staged_spouts.py) bring a
+1-second tick sink its ticks after the spout's last tuple.
 """
 
 from __future__ import annotations
 
 import collections
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +37,7 @@ from tests.support.spark_runs import (
     LOCAL,
     ROOT,
     run_host_local_until,
+    run_ok,
     spark_command,
     start,
     wait_for,
@@ -185,3 +190,66 @@ def test_the_parquet_output_is_the_same_as_under_host_local(tmp_path):
     result = run_host_local_until(path, tmp_path / "state", lambda: parquet_row_count(base) >= ROWS)
     assert result.returncode == 0, result.stdout[-5000:]
     assert collections.Counter(parquet_rows(base)) == EXPECTED
+
+
+def _ticks_by_file(directory: Path) -> dict[str, list[list[Any]]]:
+    """Each task's tick lines, whole lines only (the sink may be writing one)."""
+    out = {}
+    for path in sorted(directory.glob("ticks-*.jsonl")):
+        text = path.read_text()
+        out[path.name] = [json.loads(line) for line in text[: text.rfind("\n") + 1].splitlines()]
+    return out
+
+
+def _tick_count(directory: Path) -> dict[str, int]:
+    return {name: len(ticks) for name, ticks in _ticks_by_file(directory).items()}
+
+
+def test_ticks_go_on_over_idle_micro_batches_once_the_spout_is_quiet(tmp_path):
+    """A bolt that ticks every second keeps getting ticks after the spout has emitted its last
+    tuple: the plain spouts' source stages an idle micro-batch once a tick period passes with
+    none (host.spark.idle.batch.secs, by default the shortest period), and each runs every
+    partition, which brings each task its end-of-input tick. Without them no micro-batch would
+    come, and the sink would get no tick at all: the wait below would time out."""
+    base = tmp_path / "spark"
+    path = make_topology(base, held=False)
+    doc = yaml.safe_load(path.read_text())
+    doc["config"]["test.rows"] = 50  # one micro-batch's worth, then a quiet spout
+    doc["bolts"] = {
+        "held": {
+            "command": ["python", str(TICK_SINK)],
+            "outputs": [],
+            "parallelism": 2,
+            "inputs": {"rows": "shuffle"},
+            "config": {"test.sink.dir": str(base / "held"), "topology.tick.tuple.freq.secs": 1},
+        }
+    }
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    explained = run_ok([sys.executable, "-m", "host", "spark", str(path), "--explain"], 120)
+    assert "idle micro-batches: one after 1 s with none" in explained
+    proc = start(spark_command(path, tmp_path / "checkpoint", LOCAL))
+    try:
+        wait_for(lambda: len(acked_ids(base)) >= 50, proc, "every id acked")
+        # every row was flushed and acked before its txid committed and the spout got the ack
+        after_last_ack = _tick_count(base / "held")
+        assert len(after_last_ack) == 2  # both tasks ran (each opens its file as it starts)
+
+        def more_ticks() -> bool:  # two more ticks for each task, the spout emitting no more
+            now = _tick_count(base / "held")
+            return all(now[name] >= n + 2 for name, n in after_last_ack.items())
+
+        wait_for(more_ticks, proc, "ticks after the spout's last tuple")
+    finally:
+        proc.terminate()
+        out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out[-5000:]
+    assert sorted(acked_ids(base)) == list(range(50))  # each id committed and acked once
+    held_rows = [
+        tuple(r) for p in sorted((base / "held").glob("rows-*.jsonl")) for r in read_jsonl(p)
+    ]
+    assert collections.Counter(held_rows) == collections.Counter((i, f"row {i}") for i in range(50))
+    for name, ticks in _ticks_by_file(base / "held").items():
+        assert {(c, s, t, tuple(v)) for c, s, t, v, _ in ticks} == {
+            ("__system", "__tick", -1, (1,))
+        }
+        assert all(n == 0 for *_, n in ticks[after_last_ack[name] :])  # nothing left to flush

@@ -384,6 +384,8 @@ HASH_WORD = "hash partitioning on word (field 0) into 2 partitions, the local ro
 
 WORDCOUNT_PLAN = f"""\
 examples/wordcount/topology.yaml: plan for topology 'wordcount' on Spark: 4 stage(s), 6 partition(s)
+  idle micro-batches: one after 5 s with none, while the spouts emit nothing \
+(host.spark.idle.batch.secs), so that ticking bolts get their ticks
   stage 1: spout sentences: driver-staged plain spout
     runs: python sentences.py (Python)
     partitions: 1 = task 5
@@ -414,8 +416,8 @@ acked when the batch commits, failed if it is abandoned
     partitions: 1 = task 4
     role: processes and acks each tuple as under `host local`
     ticks: every 5 s while its partition's input is written, and one at the end of that input, \
-before the partition waits for its last acks (topology.tick.tuple.freq.secs = 5); none between \
-micro-batches
+before the partition waits for its last acks (topology.tick.tuple.freq.secs = 5); between \
+micro-batches, an idle one after 5 s brings the end one
     inputs:
       count default [word, count], global: all to partition 0 (task 4) of 1 partition
 {STATE}

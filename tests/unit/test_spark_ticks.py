@@ -82,3 +82,66 @@ def test_ticks_are_never_closer_than_a_period_and_never_late_while_polled(freq, 
             last = now
         else:
             assert now - last < freq
+
+
+# ---- idle micro-batches: ticks while no spout emits (host/spark/staged_spouts.py) -------------
+
+
+def _topology(conf: dict, *tick_freqs: int | None):
+    from host.topology.model import BOLT, SPOUT, Component, Grouping, Input, Topology
+
+    bolts = tuple(
+        Component(
+            f"b{i}",
+            BOLT,
+            ("x",),
+            inputs=(Input("s", "default", Grouping("shuffle")),),
+            config={} if f is None else {"topology.tick.tuple.freq.secs": f},
+        )
+        for i, f in enumerate(tick_freqs)
+    )
+    spout = Component("s", SPOUT, ("x",), outputs={"default": ("v",)})
+    return Topology("t", (spout, *bolts), conf)
+
+
+def test_idle_batches_follow_the_shortest_tick_period_unless_set():
+    from host.spark.staged_spouts import idle_batch_secs
+
+    assert idle_batch_secs(_topology({}, None, None)) is None  # nobody ticks: never
+    assert idle_batch_secs(_topology({}, 10, None, 3)) == 3.0
+    assert idle_batch_secs(_topology({"topology.tick.tuple.freq.secs": 7}, None)) == 7.0
+    assert idle_batch_secs(_topology({"host.spark.idle.batch.secs": 0}, 3)) is None  # off
+    assert idle_batch_secs(_topology({"host.spark.idle.batch.secs": 0.5}, None)) == 0.5
+
+
+def test_a_bad_idle_period_is_refused_naming_the_key():
+    from host.errors import TopologyError
+    from host.spark.staged_spouts import idle_batch_secs
+
+    for bad in (-1, "soon", True):
+        with pytest.raises(TopologyError, match="host.spark.idle.batch.secs"):
+            idle_batch_secs(_topology({"host.spark.idle.batch.secs": bad}, 3))
+
+
+@given(
+    st.floats(0, 100),
+    st.floats(0, 100),
+    st.floats(0, 50),
+    st.none() | st.floats(0.1, 50),
+    st.integers(0, 3),
+    st.integers(0, 2),
+)
+def test_an_idle_batch_waits_for_its_period_and_never_overtakes_tuples(
+    now, last, later, idle_secs, buffered, in_flight
+):
+    from host.spark.staged_spouts import idle_batch_due
+
+    due = idle_batch_due(now, last, idle_secs, buffered, in_flight)
+    if buffered or in_flight or idle_secs is None:
+        assert not due  # tuples waiting or a batch running: it would only delay them
+    if due:
+        assert now - last >= idle_secs  # type: ignore[operator]
+        assert idle_batch_due(now + later, last, idle_secs, 0, 0)  # stays due until staged
+    elif not buffered and not in_flight and idle_secs is not None:
+        # it comes once a period has passed (a microsecond more: `last + period - last` rounds)
+        assert idle_batch_due(last + idle_secs + 1e-6, last, idle_secs, 0, 0)
