@@ -169,7 +169,6 @@ class StagedSpouts:
         self.max_tuples = max_batch_tuples(plan.topology)
         self.idle_secs = idle_batch_secs(plan.topology)
         self.last_batch = time.monotonic()  # when a batch was last staged or committed
-        self.idle_batches = 0
         self.lock = threading.Condition()
         every = [(spout, task) for spout in self.spouts for task in spout.tasks]
         self.tasks = [
@@ -452,6 +451,5 @@ class StagedSpouts:
             self.staged_ids[txid] = ids
             self.next_txid = txid + 1
             self.staged_batches += 1
-            self.idle_batches += not any(cut)
             self.last_batch = time.monotonic()
         log.debug("txid %d staged: %d tuple(s)", txid, sum(len(s) for s in cut))

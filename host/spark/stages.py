@@ -205,8 +205,8 @@ def _driver_thread() -> ThreadPoolExecutor:
 
 class BatchRun:
     """The RDDs and jobs of one micro-batch. `source_rdd` holds the source's rows
-    (host/spark/source_rows.py), in the spout tasks' partitions (partition i = spout task i; with several spouts, every task of
-    every spout, the row's task telling whose)."""
+    (host/spark/source_rows.py), in the spout tasks' partitions (partition i = spout task i;
+    with several spouts, every task of every spout, the row's task telling whose)."""
 
     def __init__(self, plan: Plan, source_rdd: Any, tx: Tx, run_id: str) -> None:
         self.plan = plan
