@@ -27,6 +27,11 @@ the median `foreachBatch` wall time of the empty micro-batches: a micro-batch's 
 (Spark's scheduling, the jobs, the committer's transaction). Every round checks that host spark's
 stored counts equal host local's and the input's.
 
+*CPU us/sentence*: every process's CPU over the whole run (start-up, every micro-batch, the empty
+ones) per input sentence, sampled from the job's process tree (benchmarks/process_cpu.py: Spark's
+JVMs and Python workers, the components, `host local`'s host); the notes give it by kind. The
+cluster's JVMs idle through the `host local` runs, and their little CPU counts there too.
+
 Every Spark job runs in its own process (`python -m benchmarks.spark_engine SPEC`), which also
 starts the `host local` runs (the cluster's JVMs sit idle meanwhile).
 """
@@ -51,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from .harness import REPO, Context, Result
+from .process_cpu import KINDS, ProcessCpu
 
 NAME = "spark-engine"
 DESCRIPTION = (
@@ -62,6 +68,8 @@ COLUMNS = [
     ("batch_p50_ms", "batch p50 ms"),
     ("batch_p99_ms", "batch p99 ms"),
     ("empty_batch_ms", "empty batch ms"),
+    ("cpu_us_per_sentence", "CPU us/sentence"),
+    ("cpu_us_jvm", "JVM us/sentence"),
 ]
 EXAMPLE = REPO / "examples" / "transactional" / "wordcount-sqlite"
 CLUSTER = "local-cluster[2,1,1024]"
@@ -248,9 +256,11 @@ def _spark_job(spec: dict) -> dict:
             for r in range(spec["rounds"]):
                 round_dir = base / f"round-{r}"
                 topo = topology_copy(round_dir, "local", data, batch_lines)
-                local = run_local(topo, round_dir / "state", batches)
+                with ProcessCpu() as local_cpu:
+                    local = run_local(topo, round_dir / "state", batches)
                 topo = topology_copy(round_dir, "spark", data, batch_lines)
-                on_spark = run_engine(spark, topo, round_dir / "checkpoint", batches, empty)
+                with ProcessCpu() as spark_cpu:
+                    on_spark = run_engine(spark, topo, round_dir / "checkpoint", batches, empty)
                 spark_counts, local_counts = (
                     stored_counts(on_spark["db"]),
                     stored_counts(local["db"]),
@@ -262,7 +272,10 @@ def _spark_job(spec: dict) -> dict:
                         "not identical"
                     )
                 samples[LOCAL].append(
-                    commit_figures(local["times"], batches, per_batch, local["opened"])
+                    {
+                        **commit_figures(local["times"], batches, per_batch, local["opened"]),
+                        **cpu_figures(local_cpu.seconds(), lines * FILES),
+                    }
                 )
                 secs = on_spark["batch_secs"]
                 full, empties = secs[1:batches], secs[batches:]
@@ -272,6 +285,7 @@ def _spark_job(spec: dict) -> dict:
                         "batch_p50_ms": _ms(statistics.median(full) if full else None),
                         "batch_p99_ms": _ms(percentile(full, 0.99)),
                         "empty_batch_ms": _ms(statistics.median(empties) if empties else None),
+                        **cpu_figures(spark_cpu.seconds(), lines * FILES),
                     }
                 )
                 pipe_secs, pipe_counts = run_pipe(sc, data, FILES)
@@ -281,6 +295,15 @@ def _spark_job(spec: dict) -> dict:
     finally:
         spark.stop()
     return samples
+
+
+def cpu_figures(seconds: dict[str, float], sentences: int) -> dict[str, Any]:
+    """CPU per sentence over a whole run (start-up, every micro-batch and the empty ones
+    included): in all, and of each kind of process (`cpu_us_<kind>`, benchmarks/process_cpu.py)."""
+    per = {
+        f"cpu_us_{kind.replace(' ', '_')}": secs / sentences * 1e6 for kind, secs in seconds.items()
+    }
+    return {"cpu_us_per_sentence": sum(per.values()), **per}
 
 
 def _ms(secs: float | None) -> float | None:
@@ -355,6 +378,13 @@ def run(ctx: Context) -> Result:
         "start-up and a warm-up query are outside every figure; the counts of host spark, host "
         "local and the input are asserted identical each round"
     )
+    for variant in (LOCAL, SPARK):
+        kinds = [
+            f"{kind} {us:.1f}"
+            for kind in KINDS
+            if (us := result.median(variant, f"cpu_us_{kind.replace(' ', '_')}"))
+        ]
+        result.notes.append(f"{variant}: CPU us/sentence by process (medians): {', '.join(kinds)}")
     return result
 
 
