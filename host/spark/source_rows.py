@@ -1,5 +1,5 @@
 """The rows every source of the engine hands Spark: one row per run of a spout task's tuples, never
-one per tuple (docs/spark.md §4.3). Pure.
+one per tuple (docs/spark.md §4.2, "The source's rows"). Pure.
 
 A Spark row costs per row, whatever it holds: the Python data source's worker hands it to the
 JVM, and `DataFrame.rdd` pickles it back to a Python worker as a `Row`. Measured on
