@@ -55,7 +55,9 @@ def source_rows(
 
 
 def values_json(values: list[Any]) -> str:
-    """One tuple's values as the JSON text a row joins."""
+    """One tuple's values as the JSON text a row joins. Not multilang.codec.values_json (UTF-8
+    bytes, non-ASCII as is, for the pipes): a row's column is a str that Arrow encodes as UTF-8,
+    and ASCII escapes keep a lone surrogate a spout's JSON may carry from failing that."""
     return json.dumps(values, separators=(",", ":"))
 
 
