@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test tools clean bench soak lint
 
-$(STAMP): pyproject.toml setup.py multilang/_speedups.c | tools
+$(STAMP): pyproject.toml setup.py multilang/_speedups.c multilang/_json_values.c | tools
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test,spark,fast,kafka]' --config-settings editable_mode=compat

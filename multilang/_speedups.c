@@ -407,6 +407,9 @@ none:
     Py_RETURN_NONE;
 }
 
+/* _json_values.c */
+PyObject *json_values(PyObject *module, PyObject *values);
+
 static PyMethodDef methods[] = {
     {"component_messages", (PyCFunction)(void (*)(void))component_messages, METH_FASTCALL,
      "component_messages(values, Emit, Ack, other) -> list | None\n\n"
@@ -414,13 +417,16 @@ static PyMethodDef methods[] = {
     {"plain_frames", (PyCFunction)plain_frames, METH_O,
      "plain_frames(body) -> (values_json, anchors, ids, late, longest) | None\n\n"
      "A body of plain emit and ack frames, scanned; see multilang/codec.py."},
+    {"json_values", (PyCFunction)json_values, METH_O,
+     "json_values(values) -> bytes | None\n\n"
+     "A tuple's values as JSON bytes, or None for the general path; see _json_values.c."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, .m_name = "multilang._speedups",
-    .m_doc = "C versions of multilang.codec's component message decoding and plain_frames "
-              "(optional).",
+    .m_doc = "C versions of multilang.codec's component message decoding, plain_frames and "
+              "the values' JSON (optional).",
     .m_size = -1, .m_methods = methods,
 };
 

@@ -19,3 +19,7 @@ def component_messages(
 def plain_frames(body: str, /) -> tuple[bytes, list[str], list[str], list[str], int] | None:
     """A body of complete frames, scanned as plain emits and acks only; None for anything else.
     The reference version is multilang.codec.plain_frames_py."""
+
+def json_values(values: Any, /) -> bytes | None:
+    """A list of str, int (64 bits), bool and None as JSON bytes, byte for byte what
+    multilang.codec.dumps writes; None for any other value (see _json_values.c)."""

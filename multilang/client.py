@@ -59,7 +59,16 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from .codec import EncodeError, HostDecoder, ProtocolError, dumps, frame, ujson_dumps, values_json
+from .codec import (
+    EncodeError,
+    HostDecoder,
+    ProtocolError,
+    dumps,
+    frame,
+    quick_values_json,
+    ujson_dumps,
+    values_json,
+)
 from .log_handler import install as install_log_handler
 from .messages import (
     DEBUG,
@@ -201,9 +210,14 @@ def _id_json(value: Any) -> bytes | None:
 
 
 def _emit_frame(values: list[Any], end: bytes) -> bytes:
-    """An emit: the values' JSON between constant parts. Calling ujson here saves the two Python
-    calls of values_json -> dumps on every emit; whatever ujson refuses goes through
-    values_json, which writes big ints exactly and raises the usual EncodeError."""
+    """An emit: the values' JSON between constant parts. The C encoder takes the usual values
+    (strings, ints, ...); ujson called here the rest, saving the two Python calls of
+    values_json -> dumps on every emit; whatever ujson refuses goes through values_json, which
+    writes big ints exactly and raises the usual EncodeError."""
+    if quick_values_json is not None:
+        data = quick_values_json(values)
+        if data is not None:
+            return _EMIT_HEAD + data + end
     if ujson_dumps is not None:
         try:
             return _EMIT_HEAD + ujson_dumps(values, False, False, False).encode() + end

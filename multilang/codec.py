@@ -52,6 +52,7 @@ _c_component_messages: (
 # plain_frames' result: (values_json, anchors, ids, late, longest); see plain_frames_py
 PlainFrames = tuple[bytes, list[str], list[str], list[str], int]
 _c_plain_frames: Callable[[str], PlainFrames | None] | None
+_c_json_values: Callable[[Any], bytes | None] | None
 try:  # ujson is the fast path; the stdlib keeps the clients usable without it
     import ujson as _ujson
 except ImportError:  # pragma: no cover - exercised only where ujson is missing
@@ -70,8 +71,17 @@ try:  # apart: an extension built before plain_frames existed still gives compon
     from ._speedups import plain_frames as _c_plain_frames
 except ImportError:
     _c_plain_frames = None
+try:
+    from ._speedups import json_values as _c_json_values
+except ImportError:
+    _c_json_values = None
 if _PURE:
-    _orjson = _c_component_messages = _c_plain_frames = None
+    _orjson = _c_component_messages = _c_plain_frames = _c_json_values = None
+#: The values' JSON bytes, byte for byte what `dumps(values).encode()` writes, for a list of str,
+#: int (64 bits), bool and None only; None for anything else, which the caller then encodes the
+#: general way. A third of ujson's cost on the values of one emit (multilang/_json_values.c);
+#: None itself when the C extension is not there.
+quick_values_json = _c_json_values
 
 
 DEFAULT_MAX_FRAME = 16 * 1024 * 1024

@@ -71,6 +71,7 @@ from multilang.codec import (
     ProtocolError,
     parse_array,
     plain_frames,
+    quick_values_json,
     shorten,
     ujson_dumps,
 )
@@ -551,6 +552,7 @@ class ComponentProcess:
             room = self.window - len(in_flight)
             ser = self.ser
             fast_values = ujson_dumps if self._fast else None
+            quick_values = quick_values_json if self._fast else None
             key, prefix, tid = self._prefix_key, self._prefix, pending.next_id
             append = parts.append
             try:
@@ -564,7 +566,9 @@ class ComponentProcess:
                         key = (comp, stream, task)
                         prefix = ser.tuple_prefix(comp, stream, task)
                     try:
-                        if fast_values is not None and type(values) is list:
+                        if quick_values is not None and (data := quick_values(values)):
+                            pass
+                        elif fast_values is not None and type(values) is list:
                             data = fast_values(values, False, False, False).encode()
                         else:
                             data = ser.values(values)

@@ -44,7 +44,7 @@ from host.errors import TopologyError
 from host.runtime.context import assign_tasks
 from host.spark.batch_spout_process import NO_META, BatchSpoutProcess, shared_spout
 from host.spark.component_process import Tx
-from host.spark.source_rows import SCHEMA, source_rows, values_json
+from host.spark.source_rows import SCHEMA, row_values_text, source_rows
 from host.topology.model import Topology
 
 SOURCE_NAME = "multilang_batch_spout"
@@ -219,7 +219,7 @@ def read_spout_partition(
         Tx(p.txid, attempt), record.get("meta"), stored, prev, committed, replay=attempt > 1
     )
     yield from source_rows(
-        p.index, p.task, ((m.stream, values_json(m.values), m.task) for m in emits)
+        p.index, p.task, ((m.stream, row_values_text(m.values), m.task) for m in emits)
     )
     if proc.reported is not NO_META:
         put_task_meta(root, p.index, p.txid, proc.reported)

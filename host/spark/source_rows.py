@@ -18,6 +18,8 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from multilang.codec import quick_values_json
+
 SCHEMA = "index INT, task INT, stream STRING, `values` STRING, direct INT"
 
 ROW_TUPLES = 4096  # tuples in one row, at most
@@ -54,10 +56,15 @@ def source_rows(
         yield (index, task, key[0], f"[{','.join(texts)}]", key[1])
 
 
-def values_json(values: list[Any]) -> str:
-    """One tuple's values as the JSON text a row joins. Not multilang.codec.values_json (UTF-8
-    bytes, non-ASCII as is, for the pipes): a row's column is a str that Arrow encodes as UTF-8,
-    and ASCII escapes keep a lone surrogate a spout's JSON may carry from failing that."""
+def row_values_text(values: list[Any]) -> str:
+    """One tuple's values as the JSON text a row joins. A row's column is a str that Arrow
+    encodes as UTF-8, which a lone surrogate (a spout's JSON may carry one) would fail: the C
+    encoder takes only values that are valid UTF-8, and the stdlib writes the rest with ASCII
+    escapes. The C encoder first: 0.07 µs against json.dumps' 1.9 for a one-sentence tuple."""
+    if quick_values_json is not None:
+        data = quick_values_json(values)
+        if data is not None:
+            return data.decode()
     return json.dumps(values, separators=(",", ":"))
 
 

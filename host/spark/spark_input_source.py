@@ -64,7 +64,7 @@ from components.spark_spout.session import call_job, load_callable
 from host.batch.store import BatchStore
 from host.errors import TopologyError
 from host.spark.source import initial_offset, meta_record
-from host.spark.source_rows import SCHEMA, SourceRow, source_rows, values_json
+from host.spark.source_rows import SCHEMA, SourceRow, row_values_text, source_rows
 from host.spark.spark_input import (
     DATAFRAME,
     DIRECTORY,
@@ -100,7 +100,7 @@ def read_files(spec: InputSpec, meta: dict[str, Any], files: Sequence[str]) -> I
         else:
             segment = open_segment(path, fs, [local], format_of(local, c.format), c)
         for batch in record_batches(segment, converter.fields, c.batch_rows):
-            tuples = ((DEFAULT_STREAM, values_json(v), None) for v in converter.rows(batch))
+            tuples = ((DEFAULT_STREAM, row_values_text(v), None) for v in converter.rows(batch))
             yield from source_rows(0, spec.task, tuples)
 
 
