@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+from host.spark.idle_batches import idle_batch_secs
 from host.spark.plan import (
     BATCH_BOLT_ROLE,
     BROADCAST,
@@ -23,8 +24,8 @@ from host.spark.plan import (
     Plan,
     Stage,
 )
+from host.spark.spark_input import file_backed
 from host.spark.spout_mix import sources_lines
-from host.spark.staged_spouts import idle_batch_secs
 from host.topology.flux_java import builtin_for_command
 from host.topology.graph import edge_label
 from host.topology.model import PARTIAL_KEY, Input
@@ -80,7 +81,10 @@ def explain(plan: Plan) -> str:
         )
     lines.extend(sources_lines(plan))  # several spouts: what a micro-batch holds, or why not
     idle = None
-    if any(s.role == DRIVER_SPOUT for s in plan.stages):
+    if any(
+        s.role == DRIVER_SPOUT or s.role == SPARK_INPUT and file_backed(topology, s.component.id)
+        for s in plan.stages
+    ):
         idle = idle_batch_secs(topology)
         if idle is not None:
             lines.append(

@@ -108,6 +108,15 @@ def input_spec(topology: Topology, spout: str, run_id: str = "spark") -> InputSp
     return InputSpec(spout, task, cfg, conf, component.cwd)
 
 
+def file_backed(topology: Topology, spout: str) -> bool:
+    """Whether the spout's input is a DataFrame or output directories, read by the engine's own
+    data source (which can hand Spark idle micro-batches), rather than a streaming query whose
+    micro-batches are Spark's. Never raises, as `warnings`."""
+    component = topology.component(spout)
+    given = {**topology.config, **component.config}
+    return given.get(PREFIX + "source", DATAFRAME) != STREAMING
+
+
 def warnings(topology: Topology, spout: str) -> tuple[str, ...]:
     """The plan's warnings for a Spark spout's input: settings that do nothing on Spark. Never
     raises: the settings' errors are reported when the engine starts (`input_spec`)."""
@@ -197,6 +206,14 @@ def dataframe_batch(manifest: Mapping[str, Any], staging: str, prev: Any, max_ro
         "rows": sum(int(f["rows"]) for f in chosen),
         "end": end,
     }
+
+
+def idle_meta(prev: Any, source: str) -> dict[str, Any]:
+    """An idle micro-batch's metadata (host/spark/idle_batches.py): no files, and the position of
+    the batch before it (a DataFrame's `end`, a directory's `name`), so that the next batch goes
+    on from there."""
+    base = dict(prev) if isinstance(prev, Mapping) else {"input": source}
+    return {**base, "files": [], "rows": 0, "idle": True}
 
 
 def next_directory(

@@ -41,6 +41,7 @@ import os
 import pickle
 import shutil
 import sys
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -63,6 +64,7 @@ from components.spark_spout.segments import (
 from components.spark_spout.session import call_job, load_callable
 from host.batch.store import BatchStore
 from host.errors import TopologyError
+from host.spark.idle_batches import idle_batch_due, idle_batch_secs
 from host.spark.source import initial_offset, meta_record
 from host.spark.source_rows import SCHEMA, SourceRow, row_values_text, source_rows
 from host.spark.spark_input import (
@@ -72,6 +74,7 @@ from host.spark.spark_input import (
     InputSpec,
     StreamingRelation,
     dataframe_batch,
+    idle_meta,
     input_spec,
     next_directory,
     not_replayable,
@@ -136,13 +139,14 @@ def streaming_relations(df: Any) -> list[StreamingRelation]:
 
 
 def source_options(
-    spec: InputSpec, state_root: str, staging: str | None, max_rows: int
+    spec: InputSpec, state_root: str, staging: str | None, max_rows: int, idle_secs: float | None
 ) -> dict[str, str]:
     return {
         "spec": base64.b64encode(pickle.dumps(spec)).decode("ascii"),
         "state": state_root,
         "staging": staging or "",
         "max_rows": str(max_rows),
+        "idle_secs": "" if idle_secs is None else repr(idle_secs),
     }
 
 
@@ -171,6 +175,13 @@ class SparkInputReader(DataSourceStreamReader):
         self.root = str(options["state"])
         self.staging = str(options["staging"])
         self.max_rows = int(options["max_rows"])
+        idle = str(options.get("idle_secs", ""))
+        self.idle_secs = float(idle) if idle else None
+        # when the last micro-batch ended (or the query started), for idle micro-batches: Spark
+        # asks for the next offset only once the micro-batch before has run and committed
+        self._clock = time.monotonic
+        self._last_batch = 0.0
+        self._ended: int | None = None  # the txid the last call started from
 
     def initialOffset(self) -> dict[str, int]:
         return initial_offset(self.root)
@@ -178,6 +189,9 @@ class SparkInputReader(DataSourceStreamReader):
     def latestOffset(self, start: dict[str, int], limit: Any) -> dict[str, int]:
         last = int(start["txid"])
         txid = last + 1
+        now = self._clock()
+        if last != self._ended:  # txid `last` has ended since the last call
+            self._ended, self._last_batch = last, now
         if meta_record(self.root, txid) is not None:
             return {"txid": txid}  # chosen before a restart: those files, never others
         record = meta_record(self.root, last) if last > 0 else None
@@ -189,8 +203,10 @@ class SparkInputReader(DataSourceStreamReader):
             meta = dataframe_batch(manifest, self.staging, prev, self.max_rows)
         else:
             meta = self._next_directory(prev)
-        if meta is None:
-            return start  # nothing new: no micro-batch this trigger
+        if meta is None:  # nothing new: no micro-batch this trigger, unless the bolts' ticks
+            if not idle_batch_due(now, self._last_batch, self.idle_secs, 0, 0):  # want one
+                return start
+            meta = idle_meta(prev, self.spec.source)
         BatchStore(self.root).put_meta(txid, meta, 0)  # before Spark sees the offset
         return {"txid": txid}
 
@@ -263,6 +279,7 @@ class SparkInput:
         self.file = topology.source
         self.state_root = state_root
         self.max_rows = cfg.settings_for(topology).spark_batch_max_tuples
+        self.idle_secs = idle_batch_secs(topology)
         fingerprint = self.spec.cfg.fingerprint()
         self.staging = os.path.join(checkpoint, INPUT_SUBDIR, fingerprint)
 
@@ -287,7 +304,7 @@ class SparkInput:
                 df = self._job(spark, streaming=False)
                 meta = {"fingerprint": self.spec.cfg.fingerprint()}
                 stage(df, staging, list(self.spec.cfg.fields), meta)
-        options = source_options(self.spec, self.state_root, staging, self.max_rows)
+        options = source_options(self.spec, self.state_root, staging, self.max_rows, self.idle_secs)
         return spark.readStream.format(SPARK_INPUT_SOURCE_NAME).options(**options).load()
 
     def record(self, txid: int, batch_id: int) -> dict[str, Any] | None:

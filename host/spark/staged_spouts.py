@@ -42,6 +42,7 @@ from typing import Any
 from host.batch.store import BatchStore
 from host.errors import TopologyError
 from host.spark.component_process import ComponentFailed
+from host.spark.idle_batches import idle_batch_due, idle_batch_secs
 from host.spark.plan import Plan, Stage
 from host.spark.source import meta_record
 from host.spark.spout_process import SpoutProcess
@@ -56,7 +57,7 @@ from host.spark.staging import (
     write_staged,
 )
 from host.topology import settings as cfg
-from host.topology.component_config import component_settings, tick_freq
+from host.topology.component_config import component_settings
 from host.topology.model import Topology
 from multilang.messages import Emit
 
@@ -72,30 +73,6 @@ def max_batch_tuples(topology: Topology) -> int:
     """`host.spark.batch.max.tuples`: the most tuples one staged micro-batch holds (default
     10,000; checked with the rest of the settings: a TopologyError names the key)."""
     return cfg.settings_for(topology).spark_batch_max_tuples
-
-
-def idle_batch_secs(topology: Topology) -> float | None:
-    """How long the plain spouts' source may go without a micro-batch before it stages an idle
-    (empty) one, or None for never: `host.spark.idle.batch.secs`, by default the shortest tick
-    period of the topology's bolts. A bolt's ticks come only while one of its partitions runs
-    (docs/spark.md §2.4); an idle micro-batch runs every partition, so a bolt that reports or
-    flushes on a tick does so every period while no spout emits, as under `host local`."""
-    configured = cfg.settings_for(topology).spark_idle_batch_secs
-    if configured is not None:
-        return float(configured) if configured > 0 else None
-    periods = [f for c in topology.components if (f := tick_freq(topology, c)) is not None]
-    return float(min(periods)) if periods else None
-
-
-def idle_batch_due(
-    now: float, last_batch: float, idle_secs: float | None, buffered: int, in_flight: int
-) -> bool:
-    """Whether the stager stages an idle micro-batch at `now`: idle batches are on, nothing is
-    buffered (a batch with tuples comes on the trigger anyway), no staged batch is waiting for
-    its commit, and the period has passed since the last batch was staged or committed."""
-    return (
-        idle_secs is not None and buffered == 0 and in_flight == 0 and now - last_batch >= idle_secs
-    )
 
 
 def fair_shares(sizes: Sequence[int], limit: int) -> list[int]:

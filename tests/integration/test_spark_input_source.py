@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -511,6 +512,61 @@ def write_parquet_directory(path: Path, first: int, n: int, label: str) -> list[
     return [(i, t, None, None, len(t.split())) for i, t in zip(ids, texts, strict=True)]
 
 
+def test_with_nothing_new_an_idle_micro_batch_comes_after_the_period_and_keeps_the_position(
+    shared: dict[str, Any], tmp_path: Path
+) -> None:
+    """The directory input with its three directories read: with nothing new, the source hands
+    Spark an idle (empty) micro-batch once `host.spark.idle.batch.secs` have passed since the
+    last micro-batch ended, so that ticking bolts get their ticks (docs/spark.md §2.4). It
+    carries the position of the batch before it: a new directory is read next, none again. On a
+    copy of the run's directory, with the reader's clock set by hand (no Spark: the reader is a
+    plain object over the state directory)."""
+    from host.spark.source import meta_record
+    from host.spark.spark_input_source import SparkInput, SparkInputReader, source_options
+
+    base = tmp_path / "directory"
+    shutil.copytree(shared["base"] / "directory", base)
+    state = str(base / "checkpoint" / "batches")
+    topology = load_as_committer(str(base / "topology.yaml"), {"host.spark.idle.batch.secs": 5})
+    spark_input = SparkInput(topology, "rows", str(base / "checkpoint"), state)
+    assert spark_input.idle_secs == 5.0
+    reader = SparkInputReader(
+        source_options(spark_input.spec, state, None, 450, spark_input.idle_secs)
+    )
+    now = [1000.0]
+    reader._clock = lambda: now[0]
+    assert meta_record(state, 3) is not None and meta_record(state, 4) is None  # 3 committed
+
+    assert reader.latestOffset({"txid": 3}, None) == {"txid": 3}  # txid 3 ended: period starts
+    now[0] += 4.9
+    assert reader.latestOffset({"txid": 3}, None) == {"txid": 3}
+    now[0] += 0.1
+    assert reader.latestOffset({"txid": 3}, None) == {"txid": 4}
+    idle = meta_record(state, 4)
+    last = meta_record(state, 3)
+    assert idle is not None and last is not None
+    assert idle["meta"] == {**last["meta"], "files": [], "rows": 0, "idle": True}
+    parts = reader.partitions({"txid": 3}, {"txid": 4})
+    assert [list(reader.read(p)) for p in parts] == [[]]  # every partition runs, on no rows
+
+    # txid 4 ended: the period starts again from there
+    now[0] += 1.0
+    assert reader.latestOffset({"txid": 4}, None) == {"txid": 4}
+    # a new output directory is read at once, after the last one read before the idle batch
+    write_parquet_directory(base / "outputs" / "out-03", 300, 10, "d3")
+    assert reader.latestOffset({"txid": 4}, None) == {"txid": 5}
+    record = meta_record(state, 5)
+    assert record is not None and record["meta"]["name"] == "out-03"
+    assert len(record["meta"]["files"]) == 1 and "idle" not in record["meta"]
+
+    # off: never an idle micro-batch
+    quiet = SparkInputReader(source_options(spark_input.spec, state, None, 450, None))
+    quiet._clock = lambda: now[0]
+    assert quiet.latestOffset({"txid": 5}, None) == {"txid": 5}
+    now[0] += 3600
+    assert quiet.latestOffset({"txid": 5}, None) == {"txid": 5}
+
+
 def test_directory_input_driver_killed_and_restarted_replays_the_stored_directory(
     tmp_path: Path,
 ) -> None:
@@ -556,7 +612,7 @@ def next_offset(run: dict[str, Any], txid: int) -> dict[str, int]:
     spark_input = SparkInput(topology, "rows", checkpoint, os.path.join(checkpoint, "batches"))
     staging = spark_input.staging if spark_input.spec.source == "dataframe" else None
     options = source_options(
-        spark_input.spec, spark_input.state_root, staging, spark_input.max_rows
+        spark_input.spec, spark_input.state_root, staging, spark_input.max_rows, None
     )
     answer: dict[str, int] = SparkInputReader(options).latestOffset({"txid": txid}, None)
     return answer

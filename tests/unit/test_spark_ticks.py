@@ -105,7 +105,7 @@ def _topology(conf: dict, *tick_freqs: int | None):
 
 
 def test_idle_batches_follow_the_shortest_tick_period_unless_set():
-    from host.spark.staged_spouts import idle_batch_secs
+    from host.spark.idle_batches import idle_batch_secs
 
     assert idle_batch_secs(_topology({}, None, None)) is None  # nobody ticks: never
     assert idle_batch_secs(_topology({}, 10, None, 3)) == 3.0
@@ -116,7 +116,7 @@ def test_idle_batches_follow_the_shortest_tick_period_unless_set():
 
 def test_a_bad_idle_period_is_refused_naming_the_key():
     from host.errors import TopologyError
-    from host.spark.staged_spouts import idle_batch_secs
+    from host.spark.idle_batches import idle_batch_secs
 
     for bad in (-1, "soon", True):
         with pytest.raises(TopologyError, match="host.spark.idle.batch.secs"):
@@ -134,7 +134,7 @@ def test_a_bad_idle_period_is_refused_naming_the_key():
 def test_an_idle_batch_waits_for_its_period_and_never_overtakes_tuples(
     now, last, later, idle_secs, buffered, in_flight
 ):
-    from host.spark.staged_spouts import idle_batch_due
+    from host.spark.idle_batches import idle_batch_due
 
     due = idle_batch_due(now, last, idle_secs, buffered, in_flight)
     if buffered or in_flight or idle_secs is None:
@@ -145,3 +145,26 @@ def test_an_idle_batch_waits_for_its_period_and_never_overtakes_tuples(
     elif not buffered and not in_flight and idle_secs is not None:
         # it comes once a period has passed (a microsecond more: `last + period - last` rounds)
         assert idle_batch_due(last + idle_secs + 1e-6, last, idle_secs, 0, 0)
+
+
+@pytest.mark.parametrize(
+    ("source", "idle"), [("directory", True), ("dataframe", True), ("streaming", False)]
+)
+def test_explain_says_when_the_spark_spouts_input_has_idle_micro_batches(source, idle):
+    """A DataFrame or directory input is the engine's own data source, which hands Spark idle
+    micro-batches (host/spark/spark_input_source.py); a streaming query's are Spark's."""
+    import dataclasses
+
+    from host.spark.explain import explain
+    from host.spark.plan import plan
+
+    base = _topology({}, 3)
+    spout = dataclasses.replace(
+        base.component("s"),
+        command=("python", "-m", "components.spark_spout"),
+        config={"spark.spout.source": source},
+    )
+    topology = dataclasses.replace(base, components=(spout, *base.components[1:]))
+    text = explain(plan(topology))
+    assert ("idle micro-batches: one after 3 s with none" in text) == idle
+    assert ("an idle one after 3 s brings the end one" in text) == idle
