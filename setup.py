@@ -3,7 +3,7 @@
 multilang._speedups speeds up the host's message decoding and the values' JSON of a Python
 component's emits. `optional=True`: where it cannot be compiled (no C compiler or Python headers),
 the install goes on and the host uses the pure Python version of the same code
-(multilang/codec.py), which behaves the same.
+(multilang/component_decoding.py and multilang/codec.py), which behaves the same.
 """
 
 from setuptools import Extension, setup

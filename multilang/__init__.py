@@ -1,13 +1,14 @@
-"""Storm's multilang protocol: typed messages and codec (`multilang.messages`, `multilang.codec`)
-and the Python client library for writing spouts and bolts:
+"""Storm's multilang protocol: typed messages and codec (`multilang.messages`, `multilang.codec`,
+`multilang.component_decoding`, `multilang.host_decoding`) and the Python client library for
+writing spouts and bolts:
 
 ```python
 from multilang import BasicBolt, Spout, Bolt, Tuple, INFO
 from multilang import BatchBolt, Committer, TransactionalSpout  # docs/transactional.md §5
 ```
 
-The client classes are loaded on first use, so that `import multilang.codec` (what the host does)
-does not pull in the client.
+The client classes are loaded on first use, so that `import multilang.codec` (what the host does,
+with `multilang.component_decoding`) does not pull in the client.
 """
 
 from __future__ import annotations

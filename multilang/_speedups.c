@@ -1,10 +1,10 @@
 /* Optional C version of the host's hottest loop: parsed component messages -> typed messages.
 
-   multilang/codec.py has the reference version (ComponentDecoder._messages_py and _emit); this
-   one must behave exactly like it, and tests/unit/test_codec.py checks that it does, on fixed
-   cases and on random values. It handles the data path's two messages, `emit` and `ack`, and
-   hands every other value to a Python callback. When the extension cannot be built or loaded,
-   the host uses the Python version; nothing else changes.
+   multilang/component_decoding.py has the reference version (ComponentDecoder._messages_py and
+   _emit); this one must behave exactly like it, and tests/unit/test_codec.py checks that it does,
+   on fixed cases and on random values. It handles the data path's two messages, `emit` and
+   `ack`, and hands every other value to a Python callback. When the extension cannot be built or
+   loaded, the host uses the Python version; nothing else changes.
 
    component_messages(values, Emit, Ack, other) -> list | None
      values  a list of parsed JSON values, one per message
@@ -201,8 +201,8 @@ error:
    with <id> -?[0-9]+ and the tuple's text free of \r and \n; anything else: None. Returned:
    b"[" + the tuples' texts joined by "," + b"]" (UTF-8), the emits' anchors and the acks' ids in
    order, `late` (the anchors of emits that come after an ack of the same id in `body`, in order)
-   and the longest tuple text in code points. multilang/codec.py's plain_frames_py is the
-   reference (a regular expression); tests/unit/test_speedups.py checks that they agree. */
+   and the longest tuple text in code points. multilang/component_decoding.py's plain_frames_py
+   is the reference (a regular expression); tests/unit/test_speedups.py checks that they agree. */
 
 static const char EMIT_HEAD[] = "{\"command\":\"emit\",\"tuple\":[";
 static const char EMIT_MID[] = "],\"anchors\":[\"";
@@ -413,10 +413,10 @@ PyObject *json_values(PyObject *module, PyObject *values);
 static PyMethodDef methods[] = {
     {"component_messages", (PyCFunction)(void (*)(void))component_messages, METH_FASTCALL,
      "component_messages(values, Emit, Ack, other) -> list | None\n\n"
-     "Parsed component messages -> typed messages; see multilang/codec.py."},
+     "Parsed component messages -> typed messages; see multilang/component_decoding.py."},
     {"plain_frames", (PyCFunction)plain_frames, METH_O,
      "plain_frames(body) -> (values_json, anchors, ids, late, longest) | None\n\n"
-     "A body of plain emit and ack frames, scanned; see multilang/codec.py."},
+     "A body of plain emit and ack frames, scanned; see multilang/component_decoding.py."},
     {"json_values", (PyCFunction)json_values, METH_O,
      "json_values(values) -> bytes | None\n\n"
      "A tuple's values as JSON bytes, or None for the general path; see _json_values.c."},
@@ -425,8 +425,8 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, .m_name = "multilang._speedups",
-    .m_doc = "C versions of multilang.codec's component message decoding, plain_frames and "
-              "the values' JSON (optional).",
+    .m_doc = "C versions of multilang.component_decoding's component message decoding and "
+              "plain_frames, and of the values' JSON of multilang.codec (optional).",
     .m_size = -1, .m_methods = methods,
 };
 

@@ -1,17 +1,18 @@
 """The host messages of the `batch/1` extension (docs/transactional.md §4), typed, and the JSON
 decoder a batch-aware client reads its stdin with.
 
-The base decoder (`codec.HostDecoder`) keeps only Storm's keys, so a tuple's `tx` and a control
-message's `batch` would be lost there; `BatchHostDecoder` looks at them first and hands every
-other message to `codec.host_message`. The batch layer is JSON-only (§3: batch components speak
-`serializer: json`), so there is no msgpack twin.
+The base decoder (`host_decoding.HostDecoder`) keeps only Storm's keys, so a tuple's `tx` and a
+control message's `batch` would be lost there; `BatchHostDecoder` looks at them first and hands
+every other message to `host_decoding.host_message`. The batch layer is JSON-only (§3: batch
+components speak `serializer: json`), so there is no msgpack twin.
 """
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from .codec import DEFAULT_MAX_FRAME, HostDecoder, ProtocolError, host_message, loads
+from .codec import DEFAULT_MAX_FRAME, ProtocolError, loads
+from .host_decoding import HostDecoder, host_message
 from .messages import DEFAULT_STREAM, HostMessage, TupleMessage
 
 

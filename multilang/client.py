@@ -15,13 +15,13 @@ The library owns the process: the handshake (pid file, pid reply), the read loop
 (answered with `sync`, never shown to user code), tick tuples (`process_tick`, then acked), the
 spout's `sync` after every command, and exit status 0 when the host closes stdin.
 
-I/O contract, chosen for throughput: stdin is read with `os.read` in 64 KiB chunks and decoded
-with `multilang.codec.HostDecoder`; the frames produced while handling the messages of one read
-are collected in a list and written with one `os.write` (looping on partial writes) just before
-the next blocking read, and within a longer read after every `FLUSH_EVERY` messages and whenever
-`FLUSH_SECS` have passed since the last write: the host acks and routes the first ones while we
-work on the rest, and a slow component with a long queue never goes silent for longer than that
-plus one message (the host takes silence while it owes answers for a hang). No threads, no locks.
+I/O contract, chosen for throughput: stdin is read with `os.read` in 64 KiB chunks and decoded with
+`multilang.host_decoding.HostDecoder`; the frames produced while handling the messages of one read
+are collected in a list and written with one `os.write` (looping on partial writes) just before the
+next blocking read, and within a longer read after every `FLUSH_EVERY` messages and whenever
+`FLUSH_SECS` have passed since the last write: the host acks and routes the first ones while we work
+on the rest, and a slow component with a long queue never goes silent for longer than that plus one
+message (the host takes silence while it owes answers for a hang). No threads, no locks.
 
 While `run()` is active, `sys.stdout` is a writer that turns each printed line into a `log`
 message (level INFO), and file descriptor 1 is pointed at stderr, so neither a stray `print()`
@@ -61,7 +61,6 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from .codec import (
     EncodeError,
-    HostDecoder,
     ProtocolError,
     dumps,
     frame,
@@ -69,6 +68,7 @@ from .codec import (
     ujson_dumps,
     values_json,
 )
+from .host_decoding import HostDecoder
 from .log_handler import install as install_log_handler
 from .messages import (
     DEBUG,

@@ -25,7 +25,8 @@ from .client import (
     Spout,
     _Component,
 )
-from .codec import DEFAULT_MAX_FRAME, EncodeError, ProtocolError, host_message, shorten
+from .codec import DEFAULT_MAX_FRAME, EncodeError, ProtocolError, shorten
+from .host_decoding import host_message
 from .messages import (
     DEFAULT_STREAM,
     HostMessage,
@@ -36,7 +37,7 @@ __all__ = ["MsgpackHostDecoder", "msgpack_class", "pack"]
 
 
 class MsgpackHostDecoder:
-    """A client's reader of host messages under msgpack; the interface of codec.HostDecoder.
+    """A client's reader of host messages under msgpack; the interface of host_decoding.HostDecoder.
 
     A value that is not a host message raises ProtocolError (`decoded`: the messages before it)
     and the values after it are kept for the next `feed` (even `feed(b"")`). Bytes that are not

@@ -1,11 +1,13 @@
-"""The multilang JSON codec: bytes <-> typed messages, with no I/O.
+"""The multilang JSON codec: bytes <-> typed messages, with no I/O. Here: what both directions
+share, and the encoders; each side's decoder has a module of its own, which imports this one.
 
 Framing (Storm's `JsonSerializer.java`; docs/protocol.md, "Framing"): a message is JSON text
 followed by a line that is exactly `end`. The host always writes one line of JSON
 (`<json>\\nend\\n`); components may spread JSON over several lines and end lines with `\\n`,
 `\\r\\n` or `\\r`. `Framer` cuts a byte stream into message payloads; `ComponentDecoder` (the
-host's side) and `HostDecoder` (a client's side) turn payloads into the typed messages of
-`multilang.messages`. `encode` turns any message back into bytes.
+host's side, multilang/component_decoding.py) and `HostDecoder` (a client's side,
+multilang/host_decoding.py) turn payloads into the typed messages of `multilang.messages`.
+`encode` turns any message back into bytes.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from typing import Any
 
 from .messages import (
     DEFAULT_STREAM,
-    INFO,
     Ack,
     ComponentMessage,
     Emit,
@@ -38,45 +39,27 @@ from .messages import (
     UnknownCommand,
 )
 
-# The optional libraries are modules or None: every use checks which. The C decoder's signature
-# is the one _speedups.pyi gives it.
+# The optional libraries are modules or None: every use checks which (the C decoders: in
+# multilang/component_decoding.py). json_values' signature is the one _speedups.pyi gives it.
 _ujson: ModuleType | None
 _orjson: ModuleType | None
-_c_component_messages: (
-    Callable[
-        [list[Any], type[Emit], type[Ack], Callable[[Any], ComponentMessage]],
-        list[ComponentMessage] | None,
-    ]
-    | None
-)
-# plain_frames' result: (values_json, anchors, ids, late, longest); see plain_frames_py
-PlainFrames = tuple[bytes, list[str], list[str], list[str], int]
-_c_plain_frames: Callable[[str], PlainFrames | None] | None
 _c_json_values: Callable[[Any], bytes | None] | None
 try:  # ujson is the fast path; the stdlib keeps the clients usable without it
     import ujson as _ujson
 except ImportError:  # pragma: no cover - exercised only where ujson is missing
     _ujson = None
-# Two optional speed-ups, both off with MULTILANG_PURE_PYTHON=1 (to compare, or to rule them out)
-_PURE = os.environ.get("MULTILANG_PURE_PYTHON", "") not in ("", "0")
+# MULTILANG_PURE_PYTHON=1: every speed-up off (component_decoding's too), to compare or rule out
+PURE_PYTHON = os.environ.get("MULTILANG_PURE_PYTHON", "") not in ("", "0")
 try:  # `pip install 'multilang-host[fast]'`: batch parsing only, see parse_array
     import orjson as _orjson
 except ImportError:
     _orjson = None
 try:  # built with the package where a C compiler is found (setup.py)
-    from ._speedups import component_messages as _c_component_messages
-except ImportError:
-    _c_component_messages = None
-try:  # apart: an extension built before plain_frames existed still gives component_messages
-    from ._speedups import plain_frames as _c_plain_frames
-except ImportError:
-    _c_plain_frames = None
-try:
     from ._speedups import json_values as _c_json_values
 except ImportError:
     _c_json_values = None
-if _PURE:
-    _orjson = _c_component_messages = _c_plain_frames = _c_json_values = None
+if PURE_PYTHON:
+    _orjson = _c_json_values = None
 #: The values' JSON bytes, byte for byte what `dumps(values).encode()` writes, for a list of str,
 #: int (64 bits), bool and None only; None for anything else, which the caller then encodes the
 #: general way. A third of ujson's cost on the values of one emit (multilang/_json_values.c);
@@ -86,9 +69,6 @@ quick_values_json = _c_json_values
 
 DEFAULT_MAX_FRAME = 16 * 1024 * 1024
 END = b"\nend\n"
-# tuple.__new__ skips a NamedTuple's generated __new__, which costs more than decoding the fields
-_new_tuple = tuple.__new__
-_SYNC = Sync()
 # An `end` line: at the start of a line (the buffer start or after \n / \r) and followed by a
 # line terminator. The `(?<![^\r\n])` look-behind also matches at the buffer's start.
 _END_LINE = re.compile(rb"(?<![^\r\n])end(?:\r\n|\r|\n)")
@@ -323,10 +303,10 @@ class Framer:
         return out, rest
 
 
-# ---- decoding: component -> host ----------------------------------------------------------------
+# ---- parsing whole reads (both decoders) --------------------------------------------------------
 
 
-def _as_bytes(raw: Any) -> bytes:
+def as_bytes(raw: Any) -> bytes:
     if isinstance(raw, (bytes, bytearray)):
         return bytes(raw)
     try:
@@ -335,226 +315,7 @@ def _as_bytes(raw: Any) -> bytes:
         return repr(raw).encode()
 
 
-def _emit(d: dict[str, Any]) -> Emit:
-    values = d.get("tuple")
-    if type(values) is not list:
-        raise ProtocolError("emit without a `tuple` array", _as_bytes(d))
-    stream = d.get("stream")
-    if stream is None:
-        stream = DEFAULT_STREAM
-    elif type(stream) is not str:
-        raise ProtocolError("emit with a `stream` that is not a string", _as_bytes(d))
-    anchors = d.get("anchors")
-    if anchors is None:
-        anchors = ()
-    elif type(anchors) is list:
-        for a in anchors:
-            if type(a) is not str:
-                raise ProtocolError("emit with an anchor that is not a string", _as_bytes(d))
-    elif type(anchors) is str:
-        anchors = (anchors,)
-    else:
-        raise ProtocolError("emit with `anchors` that is not a list", _as_bytes(d))
-    task = d.get("task")
-    if task is not None:
-        if type(task) is not int:
-            raise ProtocolError("emit with a `task` that is not an integer", _as_bytes(d))
-        if task == 0:  # Storm: 0 means "not direct"
-            task = None
-    need = d.get("need_task_ids")
-    if need is None:
-        need = True
-    elif type(need) is not bool:
-        raise ProtocolError("emit with `need_task_ids` that is not a boolean", _as_bytes(d))
-    return _new_tuple(Emit, (values, stream, anchors, task, need, d.get("id")))
-
-
-def _ack(d: dict[str, Any]) -> Ack:
-    if "id" not in d:
-        raise ProtocolError("ack without an `id`", _as_bytes(d))
-    return Ack(d["id"])
-
-
-def _fail(d: dict[str, Any]) -> Fail:
-    if "id" not in d:
-        raise ProtocolError("fail without an `id`", _as_bytes(d))
-    return Fail(d["id"])
-
-
-def _log(d: dict[str, Any]) -> Log:
-    msg = d.get("msg")
-    level = d.get("level")
-    if type(level) is float and level.is_integer():
-        level = int(level)
-    if type(level) is not int or not 0 <= level <= 4:
-        level = INFO  # Storm: missing or unknown level -> INFO
-    return Log(msg if type(msg) is str else str(msg), level)
-
-
-def _error(d: dict[str, Any]) -> Error:
-    msg = d.get("msg")
-    return Error(msg if type(msg) is str else str(msg))
-
-
-def _metrics(d: dict[str, Any]) -> Metrics:
-    name = d.get("name")
-    if type(name) is not str or not name:
-        raise ProtocolError("metrics without a `name`", _as_bytes(d))
-    return Metrics(name, d.get("params"))
-
-
-_COMMANDS: dict[str, Callable[[dict[str, Any]], ComponentMessage]] = {
-    "emit": _emit,
-    "ack": _ack,
-    "fail": _fail,
-    "sync": lambda d: _SYNC,
-    "log": _log,
-    "error": _error,
-    "metrics": _metrics,
-}
-
-
-def _extensions(value: dict[str, Any]) -> tuple[str, ...]:
-    ext = value.get("ext")
-    if ext is None:
-        return ()
-    if type(ext) is not list or not all(type(e) is str for e in ext):
-        raise ProtocolError("`ext` in the pid reply is not a list of strings", _as_bytes(value))
-    return tuple(ext)
-
-
-def component_message(value: Any, awaiting_pid: bool = False) -> ComponentMessage:
-    """One parsed JSON value from a component -> its typed message, or ProtocolError."""
-    if type(value) is not dict:
-        raise ProtocolError("message is not a JSON object", _as_bytes(value))
-    command = value.get("command")
-    if command is None:
-        if awaiting_pid and "pid" in value:
-            return Pid(value["pid"], _extensions(value))
-        raise ProtocolError("message without a `command`", _as_bytes(value))
-    if type(command) is not str:
-        raise ProtocolError("`command` is not a string", _as_bytes(value))
-    parse = _COMMANDS.get(command)
-    if parse is None:
-        return UnknownCommand(command, value)
-    return parse(value)
-
-
-class ComponentDecoder:
-    """What the host uses to read a component's stdout: `feed(bytes) -> [message, ...]`.
-
-    Until the pid reply has been seen, a message with `pid` and no `command` is the pid reply;
-    messages with a command that come before it are returned in order (the caller buffers them).
-    """
-
-    __slots__ = ("framer", "awaiting_pid", "_carried", "_data")
-
-    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME, awaiting_pid: bool = True):
-        self.framer = Framer(max_frame)
-        self.awaiting_pid = awaiting_pid
-        self._carried = self._data = b""  # the last `feed`'s input, for `frames` (references)
-
-    def frames(self) -> list[bytes]:
-        """The bytes of each message the last `feed` returned (or raised with, as `decoded`),
-        in order, as the component wrote them: its JSON text, up to its `end` line. For failure
-        reports: it cuts the frames again, so it costs nothing until called."""
-        buf = self._carried + self._data
-        return (Framer()._split_general if b"\r" in buf else Framer()._split_lf)(buf)[0]
-
-    def feed(self, data: bytes) -> list[ComponentMessage]:
-        framer = self.framer
-        self._carried = framer.pending
-        self._data = data
-        parsed = _whole_frames(framer, data)
-        if parsed is not None:
-            messages = self._messages(parsed[0])
-            if messages is not None:
-                framer.carry(parsed[1])
-                return messages
-        try:
-            payloads = framer.feed(data)
-        except ProtocolError as exc:
-            # The frames completed before the oversized one are still owed to the caller.
-            messages = self._decode(exc.decoded)
-            raise ProtocolError(exc.reason, exc.raw, messages) from None
-        return self._decode(payloads)
-
-    def _decode(self, payloads: list[bytes]) -> list[ComponentMessage]:
-        values = _loads_batch(payloads)
-        messages = None if values is None else self._messages(values)
-        if messages is None:  # some payload is bad: find which, keeping the ones before it
-            return self._decode_one_by_one(payloads)
-        return messages
-
-    def _messages(self, values: list[Any]) -> list[ComponentMessage] | None:
-        """Parsed values -> messages; None if one of them is not a valid message. In C when
-        multilang._speedups is built (it is this method's reference version, `_messages_py`,
-        for emits and acks, and calls back for the rest)."""
-        if _c_component_messages is None:
-            return self._messages_py(values)
-        awaiting_pid = self.awaiting_pid
-
-        def other(value: Any) -> ComponentMessage:
-            nonlocal awaiting_pid
-            msg = component_message(value, awaiting_pid)
-            if type(msg) is Pid:
-                awaiting_pid = False
-            return msg
-
-        try:
-            messages = _c_component_messages(values, Emit, Ack, other)
-        except ProtocolError:
-            return None
-        if messages is not None:  # kept as it was if we give up (the caller retries)
-            self.awaiting_pid = awaiting_pid
-        return messages
-
-    def _messages_py(self, values: list[Any]) -> list[ComponentMessage] | None:
-        messages: list[ComponentMessage] = []
-        append = messages.append
-        awaiting_pid = self.awaiting_pid  # kept as it was if we give up (the caller retries)
-        for value in values:
-            # the data path's two messages, decoded inline; everything else takes the long way
-            if type(value) is dict:
-                command = value.get("command")
-                if command == "emit":
-                    try:
-                        append(_emit(value))
-                    except ProtocolError:
-                        return None
-                    continue
-                if command == "ack" and "id" in value:
-                    append(_new_tuple(Ack, (value["id"],)))
-                    continue
-            try:
-                msg = component_message(value, awaiting_pid)
-            except ProtocolError:
-                return None
-            if type(msg) is Pid:
-                awaiting_pid = False
-            append(msg)
-        self.awaiting_pid = awaiting_pid
-        return messages
-
-    def _decode_one_by_one(self, payloads: list[bytes]) -> list[ComponentMessage]:
-        messages: list[ComponentMessage] = []
-        for payload in payloads:
-            try:
-                value = loads(payload)
-            except ValueError:
-                reason = "empty message" if not payload.strip() else "invalid JSON"
-                raise ProtocolError(reason, payload, messages) from None
-            try:
-                msg = component_message(value, self.awaiting_pid)
-            except ProtocolError as exc:
-                raise ProtocolError(exc.reason, payload, messages) from None
-            if type(msg) is Pid:
-                self.awaiting_pid = False
-            messages.append(msg)
-        return messages
-
-
-def _whole_frames(framer: Framer, data: bytes) -> tuple[list[Any], bytes] | None:
+def whole_frames(framer: Framer, data: bytes) -> tuple[list[Any], bytes] | None:
     """Both decoders' fast path, for the usual stream of one-line frames and `\\n` only: the
     values of every complete frame in the framer's bytes plus `data`, parsed by one call, and the
     bytes after them; the framer is left as it is. None for anything else (a `\\r`, the frame
@@ -623,7 +384,7 @@ def _loads_joined(body: bytes, count: int) -> list[Any] | None:
     return values if len(values) == count else None
 
 
-def _loads_batch(payloads: list[bytes]) -> list[Any] | None:
+def loads_batch(payloads: list[bytes]) -> list[Any] | None:
     """Every payload parsed by one ujson call over `[p1,p2,...]` (a call per message costs more
     than the parsing), or None when that fails or yields a different number of values, i.e.
     when some payload is not exactly one JSON value; the caller then parses them one by one."""
@@ -637,188 +398,6 @@ def _loads_batch(payloads: list[bytes]) -> list[Any] | None:
     except (ValueError, OverflowError):
         return None
     return values if len(values) == len(payloads) else None
-
-
-# The two frames that make up nearly all of a bolt's stdout, exactly as our client libraries
-# (Python, Node, bash) write them: a plain emit anchored to one tuple, and an ack. ASCII digits
-# only in ids, as the C version reads them.
-_PLAIN_FRAME = re.compile(
-    r'\{"command":"emit","tuple":(\[[^\r\n]*?\]),"anchors":\["(-?\d+)"\],"need_task_ids":false\}'
-    r'\nend\n|\{"command":"ack","id":"(-?\d+)"\}\nend\n',
-    re.ASCII,
-)
-_EMIT_FIXED = len('{"command":"emit","tuple":,"anchors":[""],"need_task_ids":false}\nend\n')
-_ACK_FIXED = len('{"command":"ack","id":""}\nend\n')
-
-
-def plain_frames(body: str) -> PlainFrames | None:
-    """`body` (complete frames) scanned as plain emits and acks only (see plain_frames_py), by
-    the C version when it is built."""
-    if _c_plain_frames is not None:
-        return _c_plain_frames(body)
-    return plain_frames_py(body)
-
-
-def plain_frames_py(body: str) -> PlainFrames | None:
-    """For the Spark component driver's fast path (host/spark/component_process.py): `body`
-    must be nothing but plain emit and ack frames (_PLAIN_FRAME), else None. Returns the emits'
-    tuples as one JSON array's UTF-8 text (`[t1,t2,...]`, for parse_array), their anchors and
-    the acks' ids in order, `late` (the anchors of emits that come after an ack of the same id
-    in `body`, in order: whoever checks anchors against tuples in flight before applying the
-    acks must check these after), and the longest tuple text in characters.
-
-    The matches must tile `body` exactly (their lengths add up to it), and no frame can hide
-    another: a frame is one line (`[^\r\n]`). The reference for multilang/_speedups.c's
-    plain_frames."""
-    found = _PLAIN_FRAME.findall(body)
-    tuples = [t for t, _, _ in found if t]
-    anchors = [a for _, a, _ in found if a]
-    ids = [i for _, _, i in found if i]
-    if len(body) != (
-        _EMIT_FIXED * len(tuples)
-        + _ACK_FIXED * len(ids)
-        + sum(map(len, tuples))
-        + sum(map(len, anchors))
-        + sum(map(len, ids))
-    ):
-        return None
-    try:
-        values_json = ("[" + ",".join(tuples) + "]").encode()
-    except UnicodeEncodeError:  # lone surrogates: not ours to judge
-        return None
-    late: list[str] = []
-    if ids and anchors:
-        acked: set[str] = set()
-        for _, a, i in found:
-            if i:
-                acked.add(i)
-            elif a in acked:
-                late.append(a)
-    return values_json, anchors, ids, late, max(map(len, tuples), default=0)
-
-
-# ---- decoding: host -> component (used by the client libraries) ---------------------------------
-
-
-def host_message(value: Any, tuple_type: type[TupleMessage] = TupleMessage) -> HostMessage:
-    """One parsed JSON value from the host -> its typed message, or ProtocolError. Input tuples
-    are built as `tuple_type`: TupleMessage or a subclass that adds no fields."""
-    if type(value) is list:
-        return _new_tuple(TaskIds, (value,))
-    if type(value) is not dict:
-        raise ProtocolError(
-            "host message is neither an object nor a task-id list", _as_bytes(value)
-        )
-    if "command" in value:
-        return _new_tuple(SpoutCommand, (value["command"], value.get("id", "")))
-    if "tuple" in value:
-        return _new_tuple(
-            tuple_type,
-            (
-                value.get("id"),
-                value.get("comp"),
-                value.get("stream", DEFAULT_STREAM),
-                value.get("task"),
-                value["tuple"],
-            ),
-        )
-    if "pidDir" in value:
-        return Handshake(value["pidDir"], value.get("conf") or {}, value.get("context") or {})
-    raise ProtocolError("unrecognised host message", _as_bytes(value))
-
-
-class HostDecoder:
-    """What a client uses to read its stdin: `feed(bytes) -> [message, ...]`.
-
-    A bad message raises ProtocolError (`decoded` = the messages before it); the complete
-    messages after it are kept, and the next `feed` (even `feed(b"")`) returns them, so a client
-    can log the bad one and carry on. Input tuples are built as `tuple_type` (see host_message),
-    so a client can have its own tuple class without copying each message.
-    """
-
-    __slots__ = ("_backlog", "_tuple_type", "framer")
-
-    def __init__(
-        self, max_frame: int = DEFAULT_MAX_FRAME, tuple_type: type[TupleMessage] = TupleMessage
-    ):
-        self.framer = Framer(max_frame)
-        self._backlog: list[bytes] = []
-        self._tuple_type = tuple_type
-
-    def feed(self, data: bytes) -> list[HostMessage]:
-        if not self._backlog:  # else the messages kept after a bad one go first
-            parsed = _whole_frames(self.framer, data)
-            if parsed is not None:
-                messages = self._messages(parsed[0])
-                if messages is not None:
-                    self.framer.carry(parsed[1])
-                    return messages
-        payloads, self._backlog = self._backlog, []
-        if data:
-            try:
-                payloads = payloads + self.framer.feed(data) if payloads else self.framer.feed(data)
-            except ProtocolError as exc:  # frame limit: hand over what came before it
-                out = self._decode(payloads + exc.decoded)
-                raise ProtocolError(exc.reason, exc.raw, out) from None
-        return self._decode(payloads)
-
-    def _decode(self, payloads: list[bytes]) -> list[HostMessage]:
-        if not payloads:
-            return []
-        # One ujson call for all payloads (as the host's decoder does); if any payload is not
-        # one valid message, the one-by-one path finds it and raises with the right details.
-        values = _loads_batch(payloads)
-        if values is not None:
-            messages = self._messages(values)
-            if messages is not None:
-                return messages
-        return self._decode_one_by_one(payloads)
-
-    def _messages(self, values: list[Any]) -> list[HostMessage] | None:
-        """Parsed values -> messages; None if one of them is not a valid message."""
-        tuple_type = self._tuple_type
-        out: list[HostMessage] = []
-        append = out.append
-        for value in values:
-            # the data path's two messages inline, exactly as host_message builds them
-            if type(value) is dict:
-                if "command" in value:
-                    append(_new_tuple(SpoutCommand, (value["command"], value.get("id", ""))))
-                    continue
-                if "tuple" in value:
-                    append(
-                        _new_tuple(
-                            tuple_type,
-                            (
-                                value.get("id"),
-                                value.get("comp"),
-                                value.get("stream", DEFAULT_STREAM),
-                                value.get("task"),
-                                value["tuple"],
-                            ),
-                        )
-                    )
-                    continue
-            try:
-                append(host_message(value, tuple_type))
-            except ProtocolError:
-                return None
-        return out
-
-    def _decode_one_by_one(self, payloads: list[bytes]) -> list[HostMessage]:
-        out: list[HostMessage] = []
-        tuple_type = self._tuple_type
-        for i, payload in enumerate(payloads):
-            try:
-                value = loads(payload)
-                out.append(host_message(value, tuple_type))
-            except (ValueError, ProtocolError) as exc:
-                self._backlog = payloads[i + 1 :]
-                reason = (
-                    exc.reason if isinstance(exc, ProtocolError) else "invalid JSON from the host"
-                )
-                raise ProtocolError(reason, payload, out) from None
-        return out
 
 
 # ---- encoding -----------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ import msgpack
 
 from . import codec
 from .codec import DEFAULT_MAX_FRAME, EncodeError, ProtocolError
+from .component_decoding import component_message
 from .messages import Ack, ComponentMessage, HostMessage, Pid, SpoutCommand
 
 __all__ = ["MsgpackSerializer", "MsgpackDecoder"]
@@ -84,8 +85,9 @@ def _may_hold_bin_or_ext(data: bytearray) -> bool:
 
 
 def _message(value: Any, awaiting_pid: bool, walk: bool) -> ComponentMessage:
-    """One unpacked value -> its typed message (codec.component_message after the msgpack fixes).
-    `walk`: the value may hold bin or extension values, which `_plain` converts or refuses."""
+    """One unpacked value -> its typed message (component_decoding.component_message after the
+    msgpack fixes). `walk`: the value may hold bin or extension values, which `_plain` converts or
+    refuses."""
     if type(value) is not dict:
         raise ProtocolError("message is not a msgpack map")
     if walk:
@@ -105,12 +107,12 @@ def _message(value: Any, awaiting_pid: bool, walk: bool) -> ComponentMessage:
     elif command == "ack" or command == "fail":
         if type(value.get("id")) is int:
             value["id"] = str(value["id"])
-    return codec.component_message(value, awaiting_pid)
+    return component_message(value, awaiting_pid)
 
 
 class MsgpackDecoder:
     """What the host uses to read a msgpack component's stdout: `feed(bytes) -> [message, ...]`,
-    the same messages as codec.ComponentDecoder.
+    the same messages as component_decoding.ComponentDecoder.
 
     Bounded: no message may be larger than `max_frame` bytes; a bigger one is a ProtocolError as
     soon as `max_frame` bytes of it have arrived, so memory never grows past that. A ProtocolError

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from . import codec
+from .component_decoding import ComponentDecoder
 from .messages import ComponentMessage, HostMessage, SpoutCommand
 
 
@@ -62,8 +63,8 @@ class JsonSerializer:
         self._tuples = codec.TupleEncoder()
         self._task_ids: dict[tuple[int, ...], bytes] = {}
 
-    def decoder(self, max_frame: int) -> codec.ComponentDecoder:
-        return codec.ComponentDecoder(max_frame=max_frame, awaiting_pid=True)
+    def decoder(self, max_frame: int) -> ComponentDecoder:
+        return ComponentDecoder(max_frame=max_frame, awaiting_pid=True)
 
     def encode(self, message: HostMessage) -> bytes:
         return codec.encode(message)

@@ -14,7 +14,8 @@ yields what it emits:
 `run_bolt_rows` is the same run in batches, `Rows(stream, task, values)` per run of consecutive
 emits, with no object per emit: what a Spark partition should use. A read made only of plain
 emits and acks, as our client libraries write them, is decoded in bulk (`_fast_frames`); anything
-else goes through multilang.codec's decoder and the checks in `_handle`, which are the reference.
+else goes through multilang.component_decoding's decoder and the checks in `_handle`, which are
+the reference.
 
 Pipelined, never lock-step: one thread, one poll over the child's stdin, stdout and stderr, up to
 `host.bolt.max.in.flight` tuples written ahead and not yet acked (docs/protocol.md §4.5), task-id
@@ -70,11 +71,11 @@ from multilang.codec import (
     Framer,
     ProtocolError,
     parse_array,
-    plain_frames,
     quick_values_json,
     shorten,
     ujson_dumps,
 )
+from multilang.component_decoding import plain_frames
 from multilang.messages import (
     BATCH_EXT,
     DEFAULT_STREAM,
@@ -104,10 +105,11 @@ InputTuple = tuple[str, str, int, list[Any]]  # (source component, stream, sourc
 END = b"\nend\n"
 # Nearly all of a bolt's stdout is two frames, exactly as our client libraries (Python, Node,
 # bash) write them: a plain emit anchored to one tuple, and an ack. A read made only of these is
-# decoded without a dict or an Emit per message (multilang.codec.plain_frames, in C where built;
-# see _fast_frames); anything else -- another key order, another library, a stream, a direct
-# task -- takes the general decoder (multilang.codec.ComponentDecoder), which is the reference.
-_new_tuple = tuple.__new__  # skips Emit's generated __new__ (as multilang.codec does)
+# decoded without a dict or an Emit per message (multilang.component_decoding.plain_frames, in C
+# where built; see _fast_frames); anything else -- another key order, another library, a stream,
+# a direct task -- takes the general decoder (multilang.component_decoding.ComponentDecoder),
+# which is the reference.
+_new_tuple = tuple.__new__  # skips Emit's generated __new__ (as multilang.component_decoding)
 
 
 class Rows(NamedTuple):
@@ -640,11 +642,11 @@ class ComponentProcess:
         self._handle(messages)
 
     def _fast_frames(self, data: bytes) -> bool:
-        """Decode a read made only of plain emits and acks (multilang.codec.plain_frames) as the
-        general decoder and `_handle` would, without an object per message; False (nothing
-        done) for a read holding anything else, which the general path then decodes from the
-        start. The tuples must parse as one JSON array of exactly one value per emit, so each
-        is one JSON array.
+        """Decode a read made only of plain emits and acks (multilang.component_decoding's
+        plain_frames) as the general decoder and `_handle` would, without an object per message;
+        False (nothing done) for a read holding anything else, which the general path then
+        decodes from the start. The tuples must parse as one JSON array of exactly one value per
+        emit, so each is one JSON array.
 
         `_handle` takes the messages in order; here the anchors are checked against the tuples
         in flight before the acks are applied, then the `late` ones (anchored to a tuple acked

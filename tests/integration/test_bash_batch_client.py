@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 
 from host.testing import ComponentPeer, make_context
-from multilang.codec import DEFAULT_MAX_FRAME, Framer, component_message
+from multilang.codec import DEFAULT_MAX_FRAME, Framer
+from multilang.component_decoding import component_message
 from multilang.messages import Handshake
 
 COMPONENTS = Path(__file__).resolve().parent / "components" / "bash"

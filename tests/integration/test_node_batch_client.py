@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from host.testing import ComponentPeer, make_context
-from multilang.codec import Framer, component_message
+from multilang.codec import Framer
+from multilang.component_decoding import component_message
 from multilang.serializers import JsonSerializer
 
 COMPONENTS = Path(__file__).resolve().parent / "components" / "node"

@@ -11,7 +11,8 @@ import os
 import signal
 
 from host.topology.model import BOLT, SPOUT, Component, Grouping, Input, Topology
-from multilang.codec import HostDecoder, dumps
+from multilang.codec import dumps
+from multilang.host_decoding import HostDecoder
 
 _pids = itertools.count(900_001)
 

@@ -8,22 +8,21 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from multilang import codec
+from multilang import codec, component_decoding
 from multilang.codec import (
     DEFAULT_MAX_FRAME,
-    ComponentDecoder,
     EncodeError,
     Framer,
-    HostDecoder,
     ProtocolError,
     TupleEncoder,
     dumps,
     encode,
-    host_message,
     loads,
     to_wire,
     values_json,
 )
+from multilang.component_decoding import ComponentDecoder
+from multilang.host_decoding import HostDecoder, host_message
 from multilang.messages import (
     Ack,
     Emit,
@@ -46,7 +45,7 @@ def implementation(request, monkeypatch):
     """Every test here runs twice: with the optional speed-ups this environment has (the C
     decoder, orjson) and with neither, as MULTILANG_PURE_PYTHON=1 runs; they must agree."""
     if request.param == "pure":
-        monkeypatch.setattr(codec, "_c_component_messages", None)
+        monkeypatch.setattr(component_decoding, "_c_component_messages", None)
         monkeypatch.setattr(codec, "_orjson", None)
     return request.param
 

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from host.observe.observations import _head, _tail
 from host.runtime.link import REPORT_BYTES, wrote_text
-from multilang.codec import ComponentDecoder, ProtocolError, printable, shorten
+from multilang.codec import ProtocolError, printable, shorten
+from multilang.component_decoding import ComponentDecoder
 from multilang.msgpack_serializer import MsgpackDecoder
 
 

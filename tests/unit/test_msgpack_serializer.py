@@ -8,7 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from multilang import serializers
-from multilang.codec import ComponentDecoder, EncodeError, ProtocolError, encode, to_wire
+from multilang.codec import EncodeError, ProtocolError, encode, to_wire
+from multilang.component_decoding import ComponentDecoder
 from multilang.messages import (
     Ack,
     Emit,

@@ -12,13 +12,13 @@ import ujson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from multilang import codec
-from multilang.codec import ComponentDecoder
+from multilang import codec, component_decoding
+from multilang.component_decoding import ComponentDecoder
 from multilang.messages import Ack, Emit, Pid
 
 pure = os.environ.get("MULTILANG_PURE_PYTHON", "") not in ("", "0")
 needs_c = pytest.mark.skipif(
-    codec._c_component_messages is None, reason="multilang._speedups is not built"
+    component_decoding._c_component_messages is None, reason="multilang._speedups is not built"
 )
 
 
@@ -26,7 +26,7 @@ needs_c = pytest.mark.skipif(
 def test_the_c_decoder_is_built_here():
     # `make test` builds it (setup.py); a silent fallback would leave the data path 10-15 %
     # slower and the C code untested
-    assert codec._c_component_messages is not None
+    assert component_decoding._c_component_messages is not None
 
 
 def both(values: list, awaiting_pid: bool = False):
@@ -145,11 +145,11 @@ def test_exceptions_other_than_protocol_errors_propagate():
         raise KeyError("boom")
 
     with pytest.raises(KeyError):
-        codec._c_component_messages([WORD, {"command": "sync"}], Emit, Ack, boom)
+        component_decoding._c_component_messages([WORD, {"command": "sync"}], Emit, Ack, boom)
     with pytest.raises(TypeError):
-        codec._c_component_messages((WORD,), Emit, Ack, boom)
+        component_decoding._c_component_messages((WORD,), Emit, Ack, boom)
     with pytest.raises(TypeError):
-        codec._c_component_messages([WORD], dict, Ack, boom)
+        component_decoding._c_component_messages([WORD], dict, Ack, boom)
 
 
 @needs_c
@@ -315,7 +315,7 @@ def test_a_batch_with_a_huge_integer_keeps_it_exact():
 # ---- plain_frames: the Spark component driver's scan of plain emits and acks ----------------------
 
 needs_c_scan = pytest.mark.skipif(
-    codec._c_plain_frames is None, reason="multilang._speedups is not built"
+    component_decoding._c_plain_frames is None, reason="multilang._speedups is not built"
 )
 
 
@@ -331,15 +331,15 @@ def ack_frame(tid: str) -> str:
 
 
 def same_scan(body: str):
-    py = codec.plain_frames_py(body)
-    c = codec._c_plain_frames(body)  # type: ignore[misc]
+    py = component_decoding.plain_frames_py(body)
+    c = component_decoding._c_plain_frames(body)  # type: ignore[misc]
     assert c == py
     return py
 
 
 @pytest.mark.skipif(pure, reason="MULTILANG_PURE_PYTHON is set")
 def test_the_c_scan_is_built_here():
-    assert codec._c_plain_frames is not None
+    assert component_decoding._c_plain_frames is not None
 
 
 def test_what_our_clients_write_is_scanned_in_order():
@@ -351,15 +351,21 @@ def test_what_our_clients_write_is_scanned_in_order():
         + emit_frame('["late"]', "7")
         + emit_frame("[]", "-8")
     )
-    assert codec.plain_frames_py(body) == (
+    assert component_decoding.plain_frames_py(body) == (
         b'[["the"],["cow"],["late"],[]]',
         ["7", "7", "7", "-8"],
         ["6", "7"],
         ["7"],
         8,
     )
-    assert codec.plain_frames_py("") == (b"[]", [], [], [], 0)
-    assert codec.plain_frames_py(ack_frame("1") + ack_frame("1")) == (b"[]", [], ["1", "1"], [], 0)
+    assert component_decoding.plain_frames_py("") == (b"[]", [], [], [], 0)
+    assert component_decoding.plain_frames_py(ack_frame("1") + ack_frame("1")) == (
+        b"[]",
+        [],
+        ["1", "1"],
+        [],
+        0,
+    )
 
 
 def test_anything_else_is_not_scanned():
@@ -385,12 +391,12 @@ def test_anything_else_is_not_scanned():
         '{"command":"sync"}\nend\n',
         '{"command":"ack","id":1}\nend\n',
     ]:
-        assert codec.plain_frames_py(body) is None, body
+        assert component_decoding.plain_frames_py(body) is None, body
 
 
 def test_a_tuple_may_hold_what_looks_like_the_frame_s_tail():
     text = '["],\\"anchors\\":[\\"5\\"],\\"need_task_ids\\":false}", "é😀"]'
-    got = codec.plain_frames_py(emit_frame(text, "12"))
+    got = component_decoding.plain_frames_py(emit_frame(text, "12"))
     assert got == (f"[{text}]".encode(), ["12"], [], [], len(text))
 
 
@@ -421,8 +427,8 @@ def test_the_c_scan_agrees_on_fixed_cases(body):
 
 
 def test_the_pure_python_scan_is_used_without_the_c_one(monkeypatch):
-    monkeypatch.setattr(codec, "_c_plain_frames", None)
-    assert codec.plain_frames(emit_frame("[1]", "2")) == (b"[[1]]", ["2"], [], [], 3)
+    monkeypatch.setattr(component_decoding, "_c_plain_frames", None)
+    assert component_decoding.plain_frames(emit_frame("[1]", "2")) == (b"[[1]]", ["2"], [], [], 3)
 
 
 _tuple_texts = st.one_of(

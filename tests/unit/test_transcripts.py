@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 
 from host.testing import ComponentPeer
-from multilang.codec import ComponentDecoder, HostDecoder, encode, to_wire
+from multilang.codec import encode, to_wire
+from multilang.component_decoding import ComponentDecoder
+from multilang.host_decoding import HostDecoder
 from multilang.messages import (
     Emit,
     Handshake,
