@@ -29,7 +29,6 @@ import atexit
 import logging
 import os
 import select
-import signal
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -41,6 +40,7 @@ from host.runtime.context import assign_tasks, build_conf, build_context
 from host.runtime.process import Child, Launcher, child_environment, describe_exit
 from host.runtime.router import Router
 from host.spark.component_process import ComponentFailed, Tx
+from host.spark.process_end import end_gently, kill_now, release
 from host.spark.stderr_tags import LOG_LEVELS, TaggedLog
 from host.topology.component_config import component_settings
 from host.topology.model import BATCH_SPOUT, Topology
@@ -190,11 +190,7 @@ class BatchSpoutProcess:
         child = self.child
         if child is None:
             return
-        child.signal_group(signal.SIGKILL)
-        try:
-            child.exit_status = child.popen.wait()
-        except Exception:
-            pass
+        kill_now(child)
         self._release(child)
 
     def close(self, grace: float = 1.0) -> None:
@@ -202,28 +198,12 @@ class BatchSpoutProcess:
         child = self.child
         if child is None:
             return
-        child.close_stdin()
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            try:
-                child.exit_status = child.popen.wait(grace)
-                break
-            except Exception:
-                child.signal_group(sig)
-        self.kill()
+        end_gently(child, grace)
+        self._release(child)
 
     def _release(self, child: Child) -> None:
-        child.signal_group(signal.SIGKILL)  # what it started in its group goes with it
-        self.log.drain(child.stderr_fd)
-        child.close()
+        release(child, self.log, self.pid_dir, remove_dir=True)
         self.child = None
-        try:
-            os.unlink(os.path.join(self.pid_dir, str(child.pid)))
-        except OSError:
-            pass
-        try:
-            os.rmdir(self.pid_dir)
-        except OSError:
-            pass
 
     # -- one command, in lock-step ---------------------------------------------------------------
     def _command(self, frame: bytes, what: str) -> Iterator[Emit]:

@@ -48,7 +48,6 @@ from __future__ import annotations
 import logging
 import os
 import select
-import signal
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -62,6 +61,7 @@ from host.runtime.link import emit_text
 from host.runtime.process import Child, Launcher, child_environment, describe_exit
 from host.runtime.router import Router
 from host.spark.pending_tuples import HEARTBEAT_SECS, Other, PendingTuples
+from host.spark.process_end import end_gently, kill_now, release
 from host.spark.stderr_tags import LOG_LEVELS, TaggedLog
 from host.spark.ticks import TickSchedule
 from host.topology.component_config import component_settings, tick_freq
@@ -322,12 +322,7 @@ class ComponentProcess:
         child = self.child
         if child is None:
             return
-        child.close_stdin()
-        if not _wait(child, grace):
-            child.signal_group(signal.SIGTERM)
-            if not _wait(child, grace):
-                child.signal_group(signal.SIGKILL)
-                _wait(child, None)
+        end_gently(child, grace)
         self._release(child)
 
     def kill(self) -> None:
@@ -335,25 +330,14 @@ class ComponentProcess:
         child = self.child
         if child is None:
             return
-        child.signal_group(signal.SIGKILL)
-        _wait(child, None)
+        kill_now(child)
         self._release(child)
 
     def _release(self, child: Child) -> None:
-        child.signal_group(signal.SIGKILL)  # what it started in its group must not outlive it
-        self._drain_stderr(child)
-        child.close()
+        release(child, self.log, self.pid_dir, remove_dir=self._own_pid_dir)
         self.child = None
         self._poll = None
-        try:
-            os.unlink(os.path.join(self.pid_dir, str(child.pid)))
-        except OSError:
-            pass
-        if self._own_pid_dir and self.pid_dir:
-            try:
-                os.rmdir(self.pid_dir)
-            except OSError:
-                pass
+        if self._own_pid_dir:
             self.pid_dir = ""
 
     def _discard(self) -> None:
@@ -610,16 +594,9 @@ class ComponentProcess:
 
     # -- reading ---------------------------------------------------------------------------------
     def _read_stderr(self, child: Child) -> None:
-        try:
-            data = os.read(child.stderr_fd, READ_CHUNK)
-        except BlockingIOError:
-            return
-        if data:
-            self.log.stderr(data)
-        else:
+        if not self.log.read_from(child.stderr_fd):
             assert self._poll is not None
-            self._poll.unregister(child.stderr_fd)
-            self.log.stderr_end()
+            self._poll.unregister(child.stderr_fd)  # ended: a closed pipe polls ready forever
 
     def _read_stdout(self, child: Child) -> None:
         try:
@@ -833,23 +810,10 @@ class ComponentProcess:
                 status = child.popen.wait(EXIT_WAIT_SECS)
             except Exception:  # still running with its stdout closed
                 status = None
-        self._drain_stderr(child)
+        self.log.drain(child.stderr_fd)  # a dying task's last words
         in_flight = self._pending.in_flight
         owed = f" with {len(in_flight)} tuples in flight" if in_flight else ""
         self._fail(f"{what}: {describe_exit(status)}{owed}")
-
-    def _drain_stderr(self, child: Child) -> None:
-        """Whatever stderr is left (a dying task's last words), without waiting for more."""
-        fd = child.stderr_fd
-        for _ in range(64):
-            try:
-                data = os.read(fd, READ_CHUNK)
-            except (BlockingIOError, OSError, ValueError):
-                return
-            if not data:
-                self.log.stderr_end()
-                return
-            self.log.stderr(data)
 
     def _fail(self, reason: str, raw: bytes = b"") -> Any:
         """Raise ComponentFailed (the caller's `finally` kills the process)."""
@@ -865,12 +829,3 @@ def _attempt(tx: Tx) -> Attempt:
 
 def _raw(m: Emit) -> bytes:
     return emit_text(m).encode()
-
-
-def _wait(child: Child, timeout: float | None) -> bool:
-    """Whether the process exited within `timeout` seconds (None: as long as it takes)."""
-    try:
-        child.exit_status = child.popen.wait(timeout)
-    except Exception:  # subprocess.TimeoutExpired
-        return False
-    return True

@@ -65,7 +65,13 @@ def row_values_text(values: list[Any]) -> str:
         data = quick_values_json(values)
         if data is not None:
             return data.decode()
-    return json.dumps(values, separators=(",", ":"))
+    try:
+        return json.dumps(values, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:  # bytes (a msgpack spout's bin values), an object
+        raise TypeError(
+            f"values that JSON cannot hold ({exc}): on Spark a spout's tuples reach the bolts "
+            "as JSON rows (docs/spark.md §4.2)"
+        ) from None
 
 
 def source_chunks(rows: Iterable[Any]) -> Iterator[Chunk]:

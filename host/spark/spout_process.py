@@ -29,7 +29,6 @@ from __future__ import annotations
 import logging
 import os
 import select
-import signal
 import tempfile
 import time
 from collections import deque
@@ -40,6 +39,7 @@ from host.runtime.context import assign_tasks, build_conf, build_context
 from host.runtime.process import Child, Launcher, child_environment, describe_exit
 from host.runtime.router import Router
 from host.spark.component_process import ComponentFailed
+from host.spark.process_end import end_gently, kill_now, release, wait_exit
 from host.spark.stderr_tags import LOG_LEVELS, TaggedLog
 from host.topology.component_config import component_settings
 from host.topology.model import Topology
@@ -181,8 +181,7 @@ class SpoutProcess:
         child = self.child
         if child is None:
             return
-        child.signal_group(signal.SIGKILL)
-        _wait(child, None)
+        kill_now(child)
         self._release(child)
 
     def close(self, grace: float = 2.0) -> None:
@@ -200,27 +199,12 @@ class SpoutProcess:
                     self.pump(False, min(0.1, max(0.0, deadline - self.clock())))
         except ComponentFailed:
             pass  # it is going anyway
-        child.close_stdin()
-        if not _wait(child, grace):
-            child.signal_group(signal.SIGTERM)
-            if not _wait(child, grace):
-                child.signal_group(signal.SIGKILL)
-                _wait(child, None)
+        end_gently(child, grace)
         self._release(child)
 
     def _release(self, child: Child) -> None:
-        child.signal_group(signal.SIGKILL)  # what it started in its group goes with it
-        self.log.drain(child.stderr_fd)
-        child.close()
+        release(child, self.log, self.pid_dir, remove_dir=True)
         self.child = None
-        try:
-            os.unlink(os.path.join(self.pid_dir, str(child.pid)))
-        except OSError:
-            pass
-        try:
-            os.rmdir(self.pid_dir)
-        except OSError:
-            pass
 
     # -- commands --------------------------------------------------------------------------------
     def ack(self, msg_id: Any) -> None:
@@ -388,7 +372,7 @@ class SpoutProcess:
         child = self.child
         assert child is not None
         status = child.poll()
-        if status is None and _wait(child, 1.0):
+        if status is None and wait_exit(child, 1.0):
             status = child.exit_status
         self.log.drain(child.stderr_fd)
         self._fail(f"{what}: {describe_exit(status)}")
@@ -397,12 +381,3 @@ class SpoutProcess:
         raise ComponentFailed(
             self.component.id, self.task, self.pid, reason, raw, tuple(self.log.tail)
         )
-
-
-def _wait(child: Child, timeout: float | None) -> bool:
-    """Whether the process exited within `timeout` seconds (None: as long as it takes)."""
-    try:
-        child.exit_status = child.popen.wait(timeout)
-    except Exception:  # subprocess.TimeoutExpired
-        return False
-    return True

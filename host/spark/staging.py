@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from components.files import fsync_dir, write_durably
-from host.spark.source_rows import SourceRow, source_rows
+from host.spark.source_rows import SourceRow, row_values_text, source_rows
 from multilang.messages import Emit
 
 STAGED_SUBDIR = "staged"  # <checkpoint>/staged/<txid>/
@@ -90,12 +90,12 @@ def encode_row(m: Emit) -> bytes:
     """One emit as a staged line: the stream as JSON, the direct task (or nothing), the message
     id as JSON (or nothing), the values as compact JSON, tab-separated (JSON text holds no raw
     tab or newline)."""
+    values = row_values_text(m.values)  # a TypeError that says why for what JSON cannot hold
     try:
-        values = json.dumps(m.values, separators=(",", ":"))
         msg_id = "" if m.id is None else id_key(m.id)
     except (TypeError, ValueError) as exc:
         raise TypeError(
-            f"values that JSON cannot hold ({exc}): a plain spout's tuples are staged as JSON"
+            f"a message id that JSON cannot hold ({exc}): a plain spout's tuples are staged as JSON"
         ) from None
     direct = "" if m.task is None else str(m.task)
     return f"{json.dumps(m.stream)}\t{direct}\t{msg_id}\t{values}\n".encode()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -81,3 +82,11 @@ def test_a_rows_values_text_reads_back_and_is_always_utf8(values):
     text = row_values_text(values)
     text.encode("utf-8")  # what Arrow does with the column: never fails
     assert json.loads(text) == values
+
+
+def test_values_json_cannot_hold_are_refused_saying_why():
+    # a msgpack spout's bin values, or any object: under host local a JSON bolt gets bytes as
+    # base64 text, but a row's values are JSON and a msgpack bolt on Spark would not get bytes
+    for values in ([b"\x00\x01"], [object()], ["ok", {1, 2}]):
+        with pytest.raises(TypeError, match="JSON cannot hold .*as JSON rows"):
+            row_values_text(values)
