@@ -15,7 +15,7 @@ yields what it emits:
 emits, with no object per emit: what a Spark partition should use. A read made only of plain
 emits and acks, as our client libraries write them, is decoded in bulk (`_fast_frames`); anything
 else goes through multilang.component_decoding's decoder and the checks in `_handle`, which are
-the reference.
+the reference. That reading side is host/spark/bolt_output.py's, a base class of the process.
 
 Pipelined, never lock-step: one thread, one poll over the child's stdin, stdout and stderr, up to
 `host.bolt.max.in.flight` tuples written ahead and not yet acked (docs/protocol.md §4.5), task-id
@@ -45,7 +45,6 @@ whose state is unknown (host/spark/process_cache.py starts a new one for the nex
 
 from __future__ import annotations
 
-import logging
 import os
 import select
 import tempfile
@@ -55,60 +54,37 @@ from typing import Any, NamedTuple
 
 from host.batch import wire
 from host.batch.tracker import Attempt
-from host.errors import HostError, RoutingError
+from host.errors import HostError
 from host.runtime.context import assign_tasks, build_conf, build_context
-from host.runtime.link import emit_text
 from host.runtime.process import Child, Launcher, child_environment, describe_exit
 from host.runtime.router import Router
-from host.spark.pending_tuples import HEARTBEAT_SECS, Other, PendingTuples
+from host.spark.bolt_input import BoltInput, InputTuple
+from host.spark.bolt_output import BoltOutput, _Plain
+from host.spark.pending_tuples import HEARTBEAT_SECS, PendingTuples
 from host.spark.process_end import end_gently, kill_now, release
-from host.spark.stderr_tags import LOG_LEVELS, TaggedLog
+from host.spark.stderr_tags import TaggedLog
 from host.spark.ticks import TickSchedule
 from host.topology.component_config import component_settings, tick_freq
 from host.topology.model import Topology
 from multilang.codec import (
     EncodeError,
     Framer,
-    ProtocolError,
-    parse_array,
-    quick_values_json,
     shorten,
     ujson_dumps,
 )
-from multilang.component_decoding import plain_frames
 from multilang.messages import (
-    BATCH_EXT,
     DEFAULT_STREAM,
     HEARTBEAT_STREAM,
-    SYSTEM_COMPONENT,
     SYSTEM_TASK,
-    TICK_STREAM,
-    Ack,
     Emit,
-    Error,
-    Fail,
     Handshake,
-    Log,
     Pid,
-    Sync,
     TupleMessage,
 )
 from multilang.serializers import serializer
 
-WRITE_CHUNK = 1 << 16  # input pulled into one write, at most
-READ_CHUNK = 1 << 18
 EXIT_WAIT_SECS = 1.0  # after its stdout closed, how long a process has to exit before we say so
 REPORT_BYTES = 300
-
-InputTuple = tuple[str, str, int, list[Any]]  # (source component, stream, source task, values)
-
-END = b"\nend\n"
-# Nearly all of a bolt's stdout is two frames, exactly as our client libraries (Python, Node,
-# bash) write them: a plain emit anchored to one tuple, and an ack. A read made only of these is
-# decoded without a dict or an Emit per message (multilang.component_decoding.plain_frames, in C
-# where built; see _fast_frames); anything else -- another key order, another library, a stream,
-# a direct task -- takes the general decoder (multilang.component_decoding.ComponentDecoder),
-# which is the reference.
 _new_tuple = tuple.__new__  # skips Emit's generated __new__ (as multilang.component_decoding)
 
 
@@ -119,13 +95,6 @@ class Rows(NamedTuple):
     stream: str
     task: int | None
     values: list[list[Any]]
-
-
-class _Plain(NamedTuple):
-    """Plain emits decoded by the fast path: to the default stream, one anchor each."""
-
-    values: list[list[Any]]
-    anchors: list[str]
 
 
 class Tx(NamedTuple):
@@ -167,7 +136,7 @@ class ComponentFailed(HostError):
         )
 
 
-class ComponentProcess:
+class ComponentProcess(BoltInput, BoltOutput):
     """One task of one bolt, as a process that lives across runs (`run_bolt` calls) until it
     breaks or is closed. Not thread-safe; one run at a time. `clock` is injectable."""
 
@@ -270,7 +239,8 @@ class ComponentProcess:
         self._input: Iterator[InputTuple] | None = None
         self._tx: bytes | None = None
         self._tx_text = ""
-        self._finish_due: Tx | None = None  # the finish to write once the input is written
+        # the finish to write once the input is written: its attempt (host/batch/wire.py's)
+        self._finish_due: Attempt | None = None
         self._poll: select.poll | None = None
 
     def start(self) -> None:
@@ -414,7 +384,7 @@ class ComponentProcess:
             if tx is not None:
                 self._tx = wire.tx_json(_attempt(tx))
                 self._tx_text = f"txid {tx.txid}, attempt {tx.attempt}"
-                self._finish_due = tx
+                self._finish_due = _attempt(tx)
             now = self.clock()
             self._pending.start_run(now)
             if self._schedule is not None:
@@ -494,311 +464,11 @@ class ComponentProcess:
             hb = TupleMessage(str(hid), None, HEARTBEAT_STREAM, SYSTEM_TASK, [])
             self._urgent.append(self.ser.encode(hb))
 
-    # -- writing ---------------------------------------------------------------------------------
-    def _tick(self) -> bytes:
-        """A tick tuple's frame, as host local writes it (host/runtime/bolt_link.py `tick`),
-        recorded as awaited."""
-        tid = str(self._pending.new_id())
-        frame = self.ser.encode(
-            TupleMessage(tid, SYSTEM_COMPONENT, TICK_STREAM, SYSTEM_TASK, [self.tick_freq])
-        )
-        self._pending.tick_written(tid, frame)
-        return frame
-
-    def _write(self) -> None:
-        child = self.child
-        assert child is not None
-        while not self._write_blocked:
-            if self._off >= len(self._out):
-                self._fill()
-                if not self._out:
-                    return
-            try:
-                n = os.write(child.stdin_fd, memoryview(self._out)[self._off :])
-            except BlockingIOError:
-                self._write_blocked = True
-                assert self._poll is not None
-                self._poll.register(child.stdin_fd, select.POLLOUT)
-                return
-            except (BrokenPipeError, ConnectionResetError):
-                self._exited("its stdin closed (broken pipe)")
-            self._off += n
-
-    def _fill(self) -> None:
-        """The next bytes for stdin: what is urgent, then input tuples while the window has room.
-        The hot loop of the input side: one frame per tuple from a cached prefix, the values'
-        JSON and a counted id, joined into one write of up to WRITE_CHUNK bytes. The pending
-        tuples' bookkeeping is done inline (PendingTuples.tuple_written, a batch at a time)."""
-        parts, self._urgent = self._urgent, []
-        size = sum(map(len, parts))
-        source = self._input
-        if source is not None and self._pid_reply is not None:
-            pending = self._pending
-            in_flight, tx = pending.in_flight, self._tx
-            room = self.window - len(in_flight)
-            ser = self.ser
-            fast_values = ujson_dumps if self._fast else None
-            quick_values = quick_values_json if self._fast else None
-            key, prefix, tid = self._prefix_key, self._prefix, pending.next_id
-            append = parts.append
-            try:
-                while room > 0 and size < WRITE_CHUNK:
-                    try:
-                        comp, stream, task, values = next(source)
-                    except StopIteration:
-                        self._input = None
-                        break
-                    if key != (comp, stream, task):
-                        key = (comp, stream, task)
-                        prefix = ser.tuple_prefix(comp, stream, task)
-                    try:
-                        if quick_values is not None and (data := quick_values(values)):
-                            pass
-                        elif fast_values is not None and type(values) is list:
-                            data = fast_values(values, False, False, False).encode()
-                        else:
-                            data = ser.values(values)
-                    except (OverflowError, TypeError, ValueError, UnicodeEncodeError):
-                        data = self._values(comp, task, values)  # the serializer says what is wrong
-                    tid += 1
-                    frame = (
-                        b'%b%b,"id":"%d"}\nend\n' % (prefix, data, tid)
-                        if tx is None and fast_values is not None
-                        else ser.tuple_frame(prefix, data, tid)
-                        if tx is None
-                        else wire.tx_tuple(prefix, data, tid, tx)
-                    )
-                    in_flight[str(tid)] = frame
-                    append(frame)
-                    size += len(frame)
-                    room -= 1
-            finally:
-                pending.written += tid - pending.next_id
-                pending.next_id = tid
-                self._prefix_key, self._prefix = key, prefix
-        if self._input is None and self._schedule is not None and self._schedule.end_due():
-            parts.append(self._tick())  # the partition's last tuple: before its finish, if any
-        if self._input is None and self._finish_due is not None:
-            tx_due, self._finish_due = self._finish_due, None
-            fid = self._pending.finish_written()
-            commit = self.component.batch == "committer"
-            parts.append(wire.finish(fid, _attempt(tx_due), commit))
-        self._out = b"".join(parts)
-        self._off = 0
-
-    def _values(self, comp: str, task: int, values: Any) -> bytes:
-        try:
-            return self.ser.values(values)
-        except EncodeError as exc:
-            return self._fail(f"an input tuple from {comp}[{task}] cannot be written: {exc}")
-
     # -- reading ---------------------------------------------------------------------------------
     def _read_stderr(self, child: Child) -> None:
         if not self.log.read_from(child.stderr_fd):
             assert self._poll is not None
             self._poll.unregister(child.stderr_fd)  # ended: a closed pipe polls ready forever
-
-    def _read_stdout(self, child: Child) -> None:
-        try:
-            data = os.read(child.stdout_fd, READ_CHUNK)
-        except BlockingIOError:
-            return
-        if not data:
-            self._exited("its stdout closed")
-        framer = self._framer
-        if framer is not None and self._pid_reply is not None and not framer.pending:
-            if self._fast_frames(data):
-                return
-            data, self._carry = self._carry.encode() + data, ""  # the general decoder, from
-            # the first byte the fast path did not take
-        try:
-            messages = self.decoder.feed(data)
-        except ProtocolError as exc:
-            self._handle(exc.decoded)
-            self._fail(f"protocol error: {exc.reason}", exc.raw)
-        self._handle(messages)
-
-    def _fast_frames(self, data: bytes) -> bool:
-        """Decode a read made only of plain emits and acks (multilang.component_decoding's
-        plain_frames) as the general decoder and `_handle` would, without an object per message;
-        False (nothing done) for a read holding anything else, which the general path then
-        decodes from the start. The tuples must parse as one JSON array of exactly one value per
-        emit, so each is one JSON array.
-
-        `_handle` takes the messages in order; here the anchors are checked against the tuples
-        in flight before the acks are applied, then the `late` ones (anchored to a tuple acked
-        earlier in the read) after: the same verdicts, as an anchor's standing changes only by
-        an ack of that very id."""
-        try:
-            text = self._carry + data.decode()
-        except UnicodeDecodeError:
-            return False
-        cut = text.rfind("\nend\n") + 5
-        if cut < 5:  # no frame ends in this read
-            if len(text) > self.max_frame:
-                return False  # the general decoder says so
-            self._carry = text
-            return True
-        body = text[:cut]
-        scanned = plain_frames(body)
-        if scanned is None:
-            return False
-        values_json, anchors, ids, late, longest = scanned
-        if anchors:
-            count = self._fast_count
-            if count is None:
-                return False
-            try:
-                values = parse_array(values_json)
-            except (ValueError, OverflowError):
-                return False
-            if len(values) != len(anchors) or (count >= 0 and set(map(len, values)) != {count}):
-                return False
-        else:
-            values = []
-        if len(body) > self.max_frame and longest > self.max_frame:
-            return False
-        pending = self._pending
-        in_flight = pending.in_flight
-        if anchors and not in_flight.keys() >= set(anchors):
-            for a in anchors:
-                if a not in in_flight and not pending.may_anchor(a):
-                    self._not_pending(a)
-        if ids:
-            pending.answers += len(ids)
-            pop = in_flight.pop
-            for i in ids:
-                if pop(i, None) is None:
-                    self._answered_other(Ack(i))
-            for a in late:
-                if not pending.may_anchor(a):
-                    self._not_pending(a)
-        self._carry = text[cut:]
-        pending.progressed = True
-        if values:
-            self._emits.append(_Plain(values, anchors))
-        return True
-
-    def _handle(self, messages: list[Any]) -> None:
-        if not messages:
-            return
-        pending = self._pending
-        in_flight = pending.in_flight
-        emits = self._emits
-        counted = self._counted.get
-        pending.progressed = True  # only syncs and logs are not progress: near enough
-        for m in messages:
-            kind = type(m)
-            if kind is Emit:
-                # the usual emit, checked inline (our clients': one anchor, no task ids wanted)
-                anchors = m.anchors
-                if (
-                    m.task is None
-                    and not m.need_task_ids
-                    and counted(m.stream) == len(m.values)
-                    and (not anchors or (len(anchors) == 1 and anchors[0] in in_flight))
-                ):
-                    emits.append(m)
-                    continue
-                self._check_emit(m)
-                emits.append(m)
-            elif kind is Ack:
-                pending.answers += 1
-                if in_flight.pop(m.id, None) is None:
-                    self._answered_other(m)
-            elif kind is Fail:
-                pending.answers += 1
-                frame = in_flight.pop(m.id, None)
-                if frame is not None:
-                    self._fail(f"it failed tuple {m.id}", frame)
-                self._answered_other(m)
-            elif kind is Sync:
-                self._synced()
-            elif kind is Log:
-                self.log.line(LOG_LEVELS.get(m.level, logging.INFO), m.msg)
-            elif kind is Error:
-                self.log.line(logging.ERROR, f"error: {m.msg}")
-            elif kind is Pid:
-                self._on_pid(m)
-            # metrics and commands Storm does not define are ignored, as Storm's ShellBolt does
-
-    def _answered_other(self, m: Ack | Fail) -> None:
-        """An ack or fail of no tuple in flight: the finish's, a tick's, a forgotten tuple's, or a
-        fault (PendingTuples.answered_other)."""
-        other, frame = self._pending.answered_other(m.id)
-        if other is Other.STRAY:
-            self._fail(
-                f"{type(m).__name__.lower()} of tuple {m.id!r}, which is not pending "
-                "(never sent, or already acked or failed)"
-            )
-        if type(m) is Fail:
-            if other is Other.FINISH:
-                self._fail(f"it failed the finish of its batch ({self._tx_text})")
-            elif other is Other.TICK:
-                # what it does on a tick (a flush) failed: as a failed tuple, the run fails
-                self._fail(f"it failed tick tuple {m.id}", frame)
-
-    def _not_pending(self, anchor: str) -> None:
-        """A fast-path emit's anchor that may not be anchored to (PendingTuples.may_anchor)."""
-        self._fail(f"emit anchored to tuple {anchor!r}, which is not pending")
-
-    def _check_emit(self, m: Emit) -> None:
-        anchors = m.anchors
-        if anchors:
-            pending = self._pending
-            in_flight = pending.in_flight
-            for a in anchors:
-                if a not in in_flight and not pending.may_anchor(a):
-                    self._fail(f"emit anchored to tuple {a!r}, which is not pending", _raw(m))
-        try:
-            if m.task is not None:
-                self._router.direct_target(self.component.id, m.stream, m.values, m.task)
-            elif m.need_task_ids:
-                choose = self._choosers.get(m.stream)
-                if choose is None:
-                    raise RoutingError(
-                        f"emit to stream '{m.stream}', which '{self.component.id}' does not declare"
-                    )
-                self._urgent.append(self.ser.task_ids(list(choose(m.values))))
-            else:
-                count = self._counted.get(m.stream)
-                if count is None:
-                    if m.stream not in self.component.outputs:
-                        raise RoutingError(
-                            f"emit to stream '{m.stream}', which '{self.component.id}' does not "
-                            "declare"
-                        )
-                elif len(m.values) != count:
-                    raise RoutingError(
-                        f"emit of {len(m.values)} values to stream '{m.stream}', which declares "
-                        f"{count} fields"
-                    )
-        except RoutingError as exc:
-            self._fail(str(exc), _raw(m))
-
-    def _synced(self) -> None:
-        """A heartbeat answered: what the bolt read past and will not answer is forgotten
-        (PendingTuples.synced; docs/spark.md §4.3)."""
-        self._forgot_ticks(self._pending.synced(self.clock()))
-
-    def _forgot_ticks(self, doomed: list[str]) -> None:
-        """Said once in the log, at the first tick forgotten."""
-        if doomed and self._pending.ticks_forgotten == len(doomed):
-            self.log.line(
-                logging.WARNING,
-                f"tick tuple {doomed[0]} was not acked: forgotten (docs/protocol.md §4.5); "
-                "does the bolt ack its ticks?",
-            )
-
-    def _on_pid(self, reply: Pid) -> None:
-        batch = self.component.batch
-        if batch is not None and BATCH_EXT not in reply.ext:
-            self._fail(
-                f"it is declared `batch: {batch}`, and its library did not announce the "
-                f"{BATCH_EXT} extension in its pid reply ({reply.ext or 'none'}) "
-                "(docs/transactional.md §4)"
-            )
-        self._pid_reply = reply
 
     # -- the end of a process --------------------------------------------------------------------
     def _exited(self, what: str) -> None:
@@ -825,7 +495,3 @@ class ComponentProcess:
 def _attempt(tx: Tx) -> Attempt:
     """The batch layer's Attempt, for host/batch/wire.py's frames (the same bytes as host local)."""
     return Attempt(tx.txid, tx.attempt, None, False, 0.0)
-
-
-def _raw(m: Emit) -> bytes:
-    return emit_text(m).encode()

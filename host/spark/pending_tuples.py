@@ -16,9 +16,10 @@ the input tuples of a bolt that never acks (`synced`, judged on tuples a tick ca
 bolt has ticks: `judged_as_any`). A late answer or anchor of something forgotten is let through.
 
 The hot path works on `in_flight`, `next_id`, `written`, `answers` and `progressed` inline, with
-no call per tuple (ComponentProcess._fill writes a batch of tuples, _handle and _fast_frames read
-their acks); `tuple_written` and `answered` are that same bookkeeping one tuple at a time: the
-rules the hot path follows, and what the unit tests drive.
+no call per tuple (ComponentProcess._fill writes a batch of tuples; BoltOutput's `_handle` and
+`_fast_frames`, host/spark/bolt_output.py, read their acks); `tuple_written` and `answered` are
+that same bookkeeping one tuple at a time: the rules the hot path follows, and what the unit
+tests drive.
 """
 
 from __future__ import annotations
@@ -106,7 +107,7 @@ class PendingTuples:
     # -- reading ---------------------------------------------------------------------------------
     def answered(self, tid: object) -> tuple[Other, bytes]:
         """An ack or fail of `tid` read: what it answered, and that tuple's frame (for an input
-        tuple or a tick). (ComponentProcess._handle and _fast_frames do the same inline.)"""
+        tuple or a tick). (BoltOutput's `_handle` and `_fast_frames` do the same inline.)"""
         self.answers += 1
         frame = self.in_flight.pop(tid, None)  # type: ignore[call-overload]
         if frame is not None:
