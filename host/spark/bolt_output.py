@@ -48,7 +48,7 @@ READ_CHUNK = 1 << 18  # a read of the bolt's stdout, at most
 # which is the reference.
 
 
-class _Plain(NamedTuple):
+class PlainEmits(NamedTuple):
     """Plain emits decoded by the fast path: to the default stream, one anchor each."""
 
     values: list[list[Any]]
@@ -69,7 +69,7 @@ class BoltOutput:
     _choosers: dict[str, Any]
     _counted: dict[str, int]
     _pending: PendingTuples
-    _emits: list[Emit | _Plain]
+    _emits: list[Emit | PlainEmits]
     _carry: str
     _framer: Framer | None
     _fast_count: int | None
@@ -163,7 +163,7 @@ class BoltOutput:
         self._carry = text[cut:]
         pending.progressed = True
         if values:
-            self._emits.append(_Plain(values, anchors))
+            self._emits.append(PlainEmits(values, anchors))
         return True
 
     def _handle(self, messages: list[Any]) -> None:

@@ -59,7 +59,7 @@ from host.runtime.context import assign_tasks, build_conf, build_context
 from host.runtime.process import Child, Launcher, child_environment, describe_exit
 from host.runtime.router import Router
 from host.spark.bolt_input import BoltInput, InputTuple
-from host.spark.bolt_output import BoltOutput, _Plain
+from host.spark.bolt_output import BoltOutput, PlainEmits
 from host.spark.pending_tuples import HEARTBEAT_SECS, PendingTuples
 from host.spark.process_end import end_gently, kill_now, release
 from host.spark.stderr_tags import TaggedLog
@@ -226,7 +226,7 @@ class ComponentProcess(BoltInput, BoltOutput):
             heartbeats=self.component.heartbeats,
         )
         self._schedule = None if self.tick_freq is None else TickSchedule(self.tick_freq)
-        self._emits: list[Emit | _Plain] = []  # read and not yet yielded
+        self._emits: list[Emit | PlainEmits] = []  # read and not yet yielded
         self._carry = ""  # the fast path's bytes after the last complete frame, decoded
         self._fast = self.ser.name == "json" and ujson_dumps is not None
         self._fast_count = (
@@ -336,10 +336,10 @@ class ComponentProcess(BoltInput, BoltOutput):
             raise ValueError(f"{self.name} is not a batch component: it takes no tx")
 
     @staticmethod
-    def _each_emit(batches: Iterator[list[Emit | _Plain]]) -> Iterator[Emit]:
+    def _each_emit(batches: Iterator[list[Emit | PlainEmits]]) -> Iterator[Emit]:
         for batch in batches:
             for item in batch:
-                if type(item) is _Plain:
+                if type(item) is PlainEmits:
                     for values, anchor in zip(item.values, item.anchors):
                         yield _new_tuple(
                             Emit, (values, DEFAULT_STREAM, [anchor], None, False, None)
@@ -348,11 +348,11 @@ class ComponentProcess(BoltInput, BoltOutput):
                     yield item  # type: ignore[misc]
 
     @staticmethod
-    def _each_rows(batches: Iterator[list[Emit | _Plain]]) -> Iterator[Rows]:
+    def _each_rows(batches: Iterator[list[Emit | PlainEmits]]) -> Iterator[Rows]:
         for batch in batches:
             rows: Rows | None = None
             for item in batch:
-                if type(item) is _Plain:
+                if type(item) is PlainEmits:
                     if rows is not None and rows.stream == DEFAULT_STREAM and rows.task is None:
                         rows.values.extend(item.values)
                     else:
@@ -370,7 +370,9 @@ class ComponentProcess(BoltInput, BoltOutput):
             if rows is not None:
                 yield rows
 
-    def _run(self, tuples: Iterator[InputTuple], tx: Tx | None) -> Iterator[list[Emit | _Plain]]:
+    def _run(
+        self, tuples: Iterator[InputTuple], tx: Tx | None
+    ) -> Iterator[list[Emit | PlainEmits]]:
         if self._busy:
             raise RuntimeError(f"{self.name}: one run at a time")
         self._busy = True

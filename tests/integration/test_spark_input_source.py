@@ -567,6 +567,24 @@ def test_with_nothing_new_an_idle_micro_batch_comes_after_the_period_and_keeps_t
     assert quiet.latestOffset({"txid": 5}, None) == {"txid": 5}
 
 
+def test_idle_micro_batches_run_and_commit_through_the_engine(tmp_path: Path) -> None:
+    """The directory input as a command on local[2], `host.spark.idle.batch.secs` set: the one
+    output directory is txid 1, then the quiet input still gets micro-batches, each run through
+    the stages and committed with no tuples (the committer's audit row of 0 tuples)."""
+    base = tmp_path / "idle"
+    rows = write_parquet_directory(base / "outputs" / "out-00", 0, 20, "d0")
+    topology = make_topology(
+        base,
+        "spark-input-idle",
+        {"spark.spout.source": "directory", "spark.spout.path": "outputs"},
+        config={"host.spark.idle.batch.secs": 1},
+        committer=True,
+    )
+    run_spark(topology, base / "checkpoint", LOCAL, "--max-batches", "3", conf=SPARK_CONF)
+    assert applied_tuples(base / "out.db") == [(1, 20), (2, 0), (3, 0)]
+    assert table(base / "out.db") == rows
+
+
 def test_directory_input_driver_killed_and_restarted_replays_the_stored_directory(
     tmp_path: Path,
 ) -> None:
