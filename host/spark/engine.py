@@ -4,8 +4,10 @@ query, each micro-batch one transaction (docs/spark.md §4).
     engine = SparkEngine(plan, checkpoint_dir, master="local[*]")
     code = engine.run()          # until --max-batches commits, a stop(), or a failure
 
-The batch spout is the query's source (host/spark/source.py: the txid is the offset). Each
-micro-batch runs in `foreachBatch` on the driver:
+The batch spout is the query's source (host/spark/source.py: the txid is the offset); plain
+spouts, and batch spouts beside them or beside each other, are one staged source whose txids the
+driver opens (host/spark/staged_spouts.py, docs/spark.md §4.6, §4.9). Each micro-batch runs in
+`foreachBatch` on the driver:
 
 1. txid = the micro-batch's end offset (`_txid`: Spark batch id + 1, or the batch id after an
    empty first micro-batch). A txid the state already has committed (the driver died after our
@@ -13,8 +15,10 @@ micro-batch runs in `foreachBatch` on the driver:
 2. The txid's attempt number is its stored count + 1, written (fsynced) before any of its
    tuples is read: restarts and retries of the micro-batch keep counting up.
 3. The bolt stages run over RDDs (host/spark/stages.py): processing, then the commit phase.
-4. Every spout task gets `batch_commit` (driver side), then `currtx` moves past the txid.
-   Only then does `foreachBatch` return and Spark record the micro-batch as done.
+4. Every batch spout task gets `batch_commit` (driver side), then `currtx` moves past the txid
+   (host/spark/batch_sources.py keeps each batch spout's own state in step), the Kafka offsets
+   and the plain spouts' acks follow. Only then does `foreachBatch` return and Spark record the
+   micro-batch as done.
 
 `foreachBatch` raising stops a Spark query (Spark does not retry the micro-batch by itself): the
 engine starts the query again from its checkpoint, up to `max_restarts` times in a row, and the
@@ -27,7 +31,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import signal
 import threading
 import time
@@ -38,27 +41,29 @@ from typing import Any
 from host.batch.store import BatchStore
 from host.errors import HostError, TopologyError
 from host.spark import process_cache
+from host.spark.batch_opener import BatchOpener
+from host.spark.batch_sources import BatchStates, with_kafka_as_batch_spouts
 from host.spark.batch_spout_process import BatchSpoutProcess, close_spouts
 from host.spark.component_process import Tx
-from host.spark.kafka_commits import offset_commits, topology_instance
-from host.spark.kafka_source import as_transactional, is_storm_kafka, with_topology_id
+from host.spark.kafka_commits import offset_commits
 from host.spark.plan import (
     DRIVER_SPOUT,
-    KAFKA_SOURCE,
     SPARK_INPUT,
+    TRANSACTIONAL_SOURCE,
     Plan,
     Stage,
 )
-from host.spark.plan import plan as make_plan
 from host.spark.source import (
     SOURCE_NAME,
     BatchSpoutSource,
     meta_record,
     source_options,
+    topology_option,
 )
+from host.spark.spark_calls import bounded, first_line, set_log_levels
 from host.spark.spark_input_source import SparkInput
 from host.spark.spout_mix import check_sources
-from host.spark.staged_source import STAGED_SOURCE_NAME, StagedSpoutSource
+from host.spark.staged_source import STAGED_SOURCE_NAME, StagedSpoutSource, sources_option
 from host.spark.staged_spouts import StagedSpouts
 from host.spark.stages import BatchRun
 from host.topology import settings as cfg
@@ -105,10 +110,12 @@ _QUIET_STOP = _QuietStopFilter()
 
 
 def check_supported(plan: Plan) -> Stage:
-    """The plan's first spout, once its spouts are known to run together (one spout of any
-    kind, or several plain spouts: host/spark/spout_mix.py, docs/spark.md §2.3, §4.9);
+    """The plan's first spout that is not a plain spout (a batch spout, which opens the txids),
+    else its first, once its spouts are known to run together (one spout of any kind, or plain,
+    transactional and Kafka spouts together: host/spark/spout_mix.py, docs/spark.md §2.3, §4.9);
     TopologyError for a mix that does not."""
-    return check_sources(plan)[0]
+    spouts = check_sources(plan)
+    return next((s for s in spouts if s.role != DRIVER_SPOUT), spouts[0])
 
 
 KILL_TIMEOUT_KEY, KILL_TIMEOUT = "spark.python.task.killTimeout", "200ms"
@@ -163,18 +170,18 @@ class SparkEngine:
         spark: Any = None,
         echo: Callable[[str], None] = print,
     ) -> None:
-        self.spout = check_supported(plan)
+        check_supported(plan)
         self.checkpoint = os.path.abspath(checkpoint)
-        if self.spout.role == KAFKA_SOURCE:  # runs as the transactional Kafka spout (§4.7)
-            mapped = as_transactional(plan.topology, self.spout.id)
-            if is_storm_kafka(self.spout.component):  # its nodes name the checkpoint's instance
-                instance = topology_instance(self.checkpoint, mapped.name)
-                mapped = with_topology_id(mapped, self.spout.id, instance)
-            plan = make_plan(mapped)
-            self.spout = check_supported(plan)
+        # a Kafka spout runs as the transactional Kafka spout (§4.7)
+        plan = with_kafka_as_batch_spouts(plan, self.checkpoint)
+        self.spout = check_supported(plan)
         self.plan = plan
-        self.spouts = check_sources(plan)  # one, or several plain spouts staged together (§4.9)
+        # one spout, or plain spouts staged together beside any batch spouts (§4.9)
+        self.spouts = check_sources(plan)
+        plain = [s for s in self.spouts if s.role == DRIVER_SPOUT]
+        self.batch_spouts = [s for s in self.spouts if s.role == TRANSACTIONAL_SOURCE]
         self.state_root = os.path.join(self.checkpoint, STATE_SUBDIR)
+        self.states = BatchStates(self.state_root, self.batch_spouts)
         self.query_dir = os.path.join(self.checkpoint, QUERY_SUBDIR)
         self.settings = spark_settings(plan, master)
         self.trigger_secs = trigger_secs
@@ -189,22 +196,33 @@ class SparkEngine:
         self.restarts = 0
         self.batch_secs: list[float] = []
         self._stop = threading.Event()
-        self._commit_spouts: list[BatchSpoutProcess] = []
-        # a plain spout runs in this driver, its micro-batches staged (host/spark/staged_spouts.py)
+        self._commit_spouts: dict[str, list[BatchSpoutProcess]] = {}
+        # a plain spout runs in this driver, its micro-batches staged (host/spark/staged_spouts.py),
+        # beside batch spouts as its share of their batches, which the stager opens together
+        # (host/spark/batch_opener.py), as it does for several batch spouts alone
+        openers = [
+            BatchOpener(plan.topology, s.id, self.states.roots[s.id], self.run_id)
+            for s in self.batch_spouts
+        ]
         self.staged = (
             StagedSpouts(
                 plan,
-                self.spouts,
+                plain,
                 self.checkpoint,
                 self.state_root,
                 trigger_secs=trigger_secs,
                 run_id=self.run_id,
+                openers=openers,
             )
-            if self.spout.role == DRIVER_SPOUT
+            if plain or len(openers) > 1
             else None
         )
         # Kafka's group or storm-kafka's nodes in ZooKeeper (host/spark/kafka_commits.py)
-        self.kafka_commits = offset_commits(plan, self.spout, self.state_root, self.run_id)
+        self.kafka_commits = [
+            c
+            for s in self.batch_spouts
+            if (c := offset_commits(plan, s, self.states.roots[s.id], self.run_id)) is not None
+        ]
         # the Spark spout's input, read by Spark itself (host/spark/spark_input_source.py, §4.8)
         self.spark_input = (
             SparkInput(plan.topology, self.spout.id, self.checkpoint, self.state_root)
@@ -237,17 +255,20 @@ class SparkEngine:
         """Run until max_batches commits or a stop; 0, or raises EngineFailed."""
         check_pyspark()
         os.makedirs(self.state_root, exist_ok=True)
-        spouts = self.spouts
-        BatchStore(self.state_root).check_parallelism(
-            ", ".join(s.id for s in spouts), sum(s.partitions for s in spouts)
-        )
+        if self.batch_spouts:  # the tasks whose batch metadata is stored: the batch spouts'
+            self.states.prepare()
+        else:
+            spouts = self.spouts
+            BatchStore(self.state_root).check_parallelism(
+                ", ".join(s.id for s in spouts), sum(s.partitions for s in spouts)
+            )
         own_session = self.spark is None
         if own_session:
             from components.spark_spout.session import start_session
 
             self.spark = start_session(self.settings, f"multilang {self.plan.topology.name}")
         spark = self.spark
-        _set_log_levels(spark, QUIET_AT_START)
+        set_log_levels(spark, QUIET_AT_START)
         try:
             if self.spark_input is not None:
                 self.spark_input.register(spark)
@@ -261,7 +282,7 @@ class SparkEngine:
         finally:
             self._close_processes()
             if own_session:
-                _bounded(spark.stop, STOP_WAIT_SECS, "stopping Spark", self.echo)
+                bounded(spark.stop, STOP_WAIT_SECS, "stopping Spark", self.echo)
         return 0
 
     def _run_queries(self) -> None:
@@ -276,11 +297,11 @@ class SparkEngine:
             if in_a_row > self.max_restarts:
                 raise EngineFailed(
                     f"the query failed {in_a_row} times in a row (--max-restarts "
-                    f"{self.max_restarts}); the last error: {_first_line(error)}"
+                    f"{self.max_restarts}); the last error: {first_line(error)}"
                 )
             self.restarts += 1
             self.echo(
-                f"the query failed: {_first_line(error)}; restarting it from its checkpoint "
+                f"the query failed: {first_line(error)}; restarting it from its checkpoint "
                 f"({in_a_row} of {self.max_restarts})"
             )
 
@@ -289,8 +310,11 @@ class SparkEngine:
             return self._write(self.spark_input.stream(self.spark))
         if self.staged is None:
             options = source_options(self.plan.topology, self.spout.id, self.state_root)
-        else:
+        else:  # the batch spouts' tasks too, each spout's state where it keeps it
             options = self.staged.options()
+            if self.batch_spouts:
+                options["topology"] = topology_option(self.plan.topology)
+                options["sources"] = sources_option(list(self.states.roots.items()))
         name = SOURCE_NAME if self.staged is None else STAGED_SOURCE_NAME
         return self._write(self.spark.readStream.format(name).options(**options).load())
 
@@ -307,16 +331,21 @@ class SparkEngine:
         from pyspark.errors import StreamingQueryException
 
         try:
-            while not self.stopping and query.isActive:
+            while not self.stopping and query.isActive and self._stager_failure() is None:
                 query.awaitTermination(POLL_SECS)
         except StreamingQueryException:
             pass
+        failure = self._stager_failure()
+        if failure is not None:
+            self.stop()
         if self.stopping:
             self.spark.sparkContext.cancelJobGroup(self.job_group)
             # Spark's query.stop() can hang when it interrupts a running micro-batch (seen once in
             # five stops, with a StackOverflowError in its interrupt check): bounded, so a stop
             # always ends the command; the unfinished micro-batch runs again next time
-            _bounded(query.stop, STOP_WAIT_SECS, "stopping the query", self.echo)
+            bounded(query.stop, STOP_WAIT_SECS, "stopping the query", self.echo)
+            if failure is not None:
+                raise EngineFailed(f"the plain spouts' stager stopped: {first_line(failure)}")
             return None
         error: BaseException | None = query.exception()
         return error
@@ -350,6 +379,7 @@ class SparkEngine:
             raise TopologyError(f"no stored metadata for txid {txid} in {self.state_root}")
         tx = Tx(txid, int(record.get("attempt", 0)) + 1)
         store.put_meta(txid, record.get("meta"), tx.attempt)  # before any tuple is read
+        self.states.attempt(txid, tx.attempt)
         sc = df.sparkSession.sparkContext
         sc.setJobGroup(
             self.job_group, f"txid {tx.txid} attempt {tx.attempt}", interruptOnCancel=True
@@ -362,12 +392,13 @@ class SparkEngine:
             run.unpersist()
         if self.stopping:
             self._stop_query_quietly()
-        no_spout = self.staged is not None or self.spark_input is not None  # no batch_commit
-        for spout in () if no_spout else self._spout_processes(txid - 1):
-            spout.commit(tx)
+        for spout in self.batch_spouts:
+            for process in self._spout_processes(spout, txid - 1):
+                process.commit(tx)
         store.committed(txid)
-        if self.kafka_commits is not None:  # the offsets follow the committed txid (§4.7)
-            self.kafka_commits.commit(txid)
+        self.states.committed(txid)
+        for commits in self.kafka_commits:  # the offsets follow the committed txid (§4.7)
+            commits.commit(txid)
         if self.staged is not None:
             self.staged.committed(txid)  # acks its tuples to the spout, deletes its staging
         if self.spark_input is not None:
@@ -401,77 +432,41 @@ class SparkEngine:
             ) from None
         return txid or None
 
+    def _stager_failure(self) -> BaseException | None:
+        """What stopped the plain spouts' stager (a batch spout that numbers its own batches
+        beside them, a staging it cannot recover), or None."""
+        return None if self.staged is None else self.staged.failure
+
     def _stop_query_quietly(self) -> None:
         """End the query from inside `foreachBatch` without Spark recording the micro-batch."""
-        _set_log_levels(self.spark, QUIET_AT_STOP)
+        set_log_levels(self.spark, QUIET_AT_STOP)
         logging.getLogger(PY4J_LOGGER).addFilter(_QUIET_STOP)  # once: a filter is added once
         raise StopRequested("the engine is stopping")
 
-    def _spout_processes(self, committed_txid: int) -> list[BatchSpoutProcess]:
-        """The driver's own process per spout task, for `batch_commit`."""
-        if not self._commit_spouts:
-            self._commit_spouts = [
+    def _spout_processes(self, spout: Stage, committed_txid: int) -> list[BatchSpoutProcess]:
+        """The driver's own process per task of batch spout `spout`, for `batch_commit`."""
+        processes = self._commit_spouts.get(spout.id)
+        if processes is None:
+            processes = self._commit_spouts[spout.id] = [
                 BatchSpoutProcess(
                     self.plan.topology,
-                    self.spout.id,
+                    spout.id,
                     task,
                     committed_txid=committed_txid,
                     run_id=self.run_id,
                 )
-                for task in self.spout.tasks
+                for task in spout.tasks
             ]
-        return self._commit_spouts
+        return processes
 
     def _close_processes(self) -> None:
-        if self.kafka_commits is not None:
-            self.kafka_commits.close()
+        for commits in self.kafka_commits:
+            commits.close()
         if self.staged is not None:
             self.staged.close()
-        for spout in self._commit_spouts:
-            spout.close()
-        self._commit_spouts = []
+        for processes in self._commit_spouts.values():
+            for process in processes:
+                process.close()
+        self._commit_spouts = {}
         close_spouts()
         process_cache.close_all()
-
-
-def _bounded(
-    call: Callable[[], object], secs: float, what: str, echo: Callable[[str], None]
-) -> None:
-    """Call `call` in a daemon thread and wait for it at most `secs`: a call into Spark that
-    hangs must not keep the command from ending (its JVM exits with this process)."""
-    failure: list[BaseException] = []
-
-    def target() -> None:
-        try:
-            call()
-        except BaseException as exc:  # reported below; the stop goes on either way
-            failure.append(exc)
-
-    thread = threading.Thread(target=target, name=what, daemon=True)
-    thread.start()
-    thread.join(secs)
-    if thread.is_alive():
-        echo(f"{what} did not end within {secs:g}s: going on without it")
-    elif failure:
-        echo(f"{what} failed: {_first_line(failure[0])}")
-
-
-def _set_log_levels(spark: Any, levels: dict[str, str]) -> None:
-    """Spark's own loggers (log4j2, in the driver's JVM)."""
-    jvm = spark.sparkContext._jvm
-    log4j = jvm.org.apache.logging.log4j
-    for name, level in levels.items():
-        log4j.core.config.Configurator.setLevel(name, log4j.Level.getLevel(level))
-
-
-# our errors as a traceback in Spark's exception text ends them: `host.errors.TopologyError: ...`
-# (not a source line of the traceback that names the class, `raise TopologyError(`)
-_OUR_ERROR = re.compile(r"\b(ComponentFailed|TopologyError|RoutingError): ")
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    for line in text.splitlines():
-        if _OUR_ERROR.search(line):
-            return line.strip()[:1000]
-    return (text.splitlines() or [type(error).__name__])[0][:1000]

@@ -53,11 +53,12 @@ SOURCE_NAME = "multilang_batch_spout"
 def source_options(topology: Topology, spout: str, state_root: str) -> dict[str, str]:
     """The options `readStream.format(SOURCE_NAME)` takes: the topology travels pickled (a
     frozen dataclass, equal after the round trip, so host.spark.process_cache's keys agree)."""
-    return {
-        "topology": base64.b64encode(pickle.dumps(topology)).decode("ascii"),
-        "spout": spout,
-        "state": state_root,
-    }
+    return {"topology": topology_option(topology), "spout": spout, "state": state_root}
+
+
+def topology_option(topology: Topology) -> str:
+    """The topology as a source's option: pickled, base64 (`topology_of` reads it)."""
+    return base64.b64encode(pickle.dumps(topology)).decode("ascii")
 
 
 def topology_of(options: Any) -> Topology:
@@ -153,27 +154,16 @@ class BatchSpoutReader(DataSourceStreamReader):
         return initial_offset(self.root)
 
     def latestOffset(self, start: dict[str, int], limit: Any) -> dict[str, int]:
-        last = int(start["txid"])
-        txid = last + 1
+        txid = int(start["txid"]) + 1
         if meta_record(self.root, txid) is not None:
             return {"txid": txid}  # stored before a restart: that batch, never a new one
-        prev = meta_record(self.root, last) if last > 0 else None
         coordinator = self._coordinator
         if coordinator is None:
             coordinator = self._coordinator = BatchSpoutProcess(
                 self.topology, self.spout, self.tasks[0], committed_txid=currtx(self.root) - 1
             )
-        answer = coordinator.init(txid, None if prev is None else prev.get("meta"))
-        if answer is None:
+        if not open_txid(self.root, self.spout, coordinator, txid):
             return start  # not ready: no micro-batch this trigger
-        if answer.txid is not None and answer.txid != txid:
-            raise TopologyError(
-                f"batch spout {self.spout!r} numbered batch {txid} as {answer.txid}: a spout "
-                "that numbers its own batches does not run on the Spark engine (its micro-batch "
-                "ids are the txids)"
-            )
-        # attempt 0: opened, never run; the driver counts runs from here (engine.py)
-        BatchStore(self.root).put_meta(txid, answer.meta, 0)
         return {"txid": txid}
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
@@ -199,6 +189,28 @@ class BatchSpoutReader(DataSourceStreamReader):
         if self._coordinator is not None:
             self._coordinator.close()
             self._coordinator = None
+
+
+def open_txid(root: str, spout: str, coordinator: BatchSpoutProcess, txid: int) -> bool:
+    """Store txid's batch metadata (attempt 0: opened, never run; the driver counts runs from
+    there, engine.py) as the batch spout's coordinator gives it for the metadata of the txid
+    before; metadata stored already (a driver that died after storing it) is kept, never asked
+    for again. False when the coordinator is not ready: no batch yet. The transactional source's
+    `latestOffset` and, beside plain spouts, the stager (host/spark/batch_opener.py) call it."""
+    if meta_record(root, txid) is not None:
+        return True
+    prev = meta_record(root, txid - 1) if txid > 1 else None
+    answer = coordinator.init(txid, None if prev is None else prev.get("meta"))
+    if answer is None:
+        return False
+    if answer.txid is not None and answer.txid != txid:
+        raise TopologyError(
+            f"batch spout {spout!r} numbered batch {txid} as {answer.txid}: a spout that "
+            "numbers its own batches does not run on the Spark engine (its micro-batch ids are "
+            "the txids)"
+        )
+    BatchStore(root).put_meta(txid, answer.meta, 0)
+    return True
 
 
 def read_spout_partition(

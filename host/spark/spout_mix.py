@@ -7,27 +7,35 @@ transaction over all of them (docs/spark.md §2.3, §4.9). Pure: no pyspark, no 
 Each kind of source hands Spark one txid per micro-batch: its offset is `{"txid": T}` (the
 streaming Spark input's is Spark's batch id, which is the txid less one). Several plain spouts
 are one source (host/spark/staged_spouts.py stages every task of every plain spout into the same
-txid). Any other mix would be a union of sources in one query, and Spark moves only the offsets of
-the sources that have new data at a trigger: a source whose offset is the txid would fall behind
-the batch id as soon as another source made a micro-batch without it. The transactional and Kafka
-sources also keep one spout's batch metadata (the state's `coordinator/meta/<txid>.json` and
-`user/<task index>/`, host local's layout for Storm's one batch spout), so two of them would
-write the same files. Such mixes are refused here, with that reason, until a source hands out
-every spout's share of a txid together (docs/spark.md §5).
+txid), and beside them transactional and Kafka sources (any number of them: a topology has at
+most one `batch: spout`, but may have several Kafka spouts) open each txid together, each from
+its own coordinator, and the plain spouts' share is staged into it (host/spark/batch_opener.py).
+The Spark spout's input is read by Spark itself, which numbers its micro-batches: beside another
+spout it would be a union of sources in one query, and Spark moves only the offsets of the
+sources that have new data at a trigger, so a source whose offset is the txid would fall behind
+the batch id as soon as another made a micro-batch without it. It is refused beside any other
+spout, with that reason (docs/spark.md §5).
 """
 
 from __future__ import annotations
 
 from host.errors import TopologyError
-from host.spark.plan import DRIVER_SPOUT, Plan, Stage
+from host.spark.plan import DRIVER_SPOUT, KAFKA_SOURCE, TRANSACTIONAL_SOURCE, Plan, Stage
 
-# the spout kinds that run together in one source: today the plain spouts, staged in the driver
-COMBINABLE = frozenset({DRIVER_SPOUT})
+# the spout kinds that run together in one source: the plain spouts, staged in the driver, and
+# the batch spouts, whose coordinators open each txid together
+COMBINABLE = frozenset({DRIVER_SPOUT, TRANSACTIONAL_SOURCE, KAFKA_SOURCE})
+NUMBERING = frozenset({TRANSACTIONAL_SOURCE, KAFKA_SOURCE})
 
 
 def spout_stages(plan: Plan) -> tuple[Stage, ...]:
     """The plan's spout stages, in its (topological, then file) order."""
     return tuple(s for s in plan.stages if s.component.is_spout)
+
+
+def numbering(spouts: tuple[Stage, ...]) -> tuple[Stage, ...]:
+    """The spouts whose coordinators open the txids (none when all are plain)."""
+    return tuple(s for s in spouts if s.role in NUMBERING)
 
 
 def refusal(plan: Plan) -> str | None:
@@ -39,13 +47,13 @@ def refusal(plan: Plan) -> str | None:
         return None
     kinds = ", ".join(f"{s.id!r} ({s.role})" for s in spouts)
     return (
-        f"has {len(spouts)} spouts of which not all are plain spouts: {kinds}. The Spark "
+        f"has {len(spouts)} spouts of kinds that do not run together: {kinds}. The Spark "
         "engine runs several spouts together, one micro-batch one transaction over all of "
-        "them, only when every one is a plain spout staged in the driver; any other kind of "
-        "source numbers the micro-batches itself (its offset is the txid), and in a union of "
-        "sources Spark moves only the offsets of those with new data, so its txids would drift "
-        "from the micro-batches (docs/spark.md §4.9). Run the spouts in separate topologies, or "
-        "make them plain spouts"
+        "them, when they are plain spouts, transactional sources or Kafka sources; a Spark "
+        "spout's input is read by Spark, which numbers its micro-batches itself, and in a union "
+        "of sources Spark moves only the offsets of those with new data, so the txids would "
+        "drift from the micro-batches (docs/spark.md §4.9). Run the Spark spout in a topology "
+        "of its own"
     )
 
 
@@ -67,10 +75,28 @@ def sources_lines(plan: Plan) -> list[str]:
     reason = refusal(plan)
     if reason is not None:
         return [f"  sources: refused: the topology {reason}"]
-    lines = [
-        f"  sources: {len(spouts)} plain spouts, staged together: each micro-batch holds what "
-        "every one of them emitted (one staged file per spout task), one transaction over all"
-    ]
+    sources = numbering(spouts)
+    plain = len(spouts) - len(sources)
+    names = ", ".join(repr(s.id) for s in sources)
+    if not sources:
+        lines = [
+            f"  sources: {len(spouts)} plain spouts, staged together: each micro-batch holds what "
+            "every one of them emitted (one staged file per spout task), one transaction over all"
+        ]
+    elif not plain:
+        lines = [
+            f"  sources: {len(sources)} batch spouts ({names}), opened together: each "
+            "micro-batch is one batch of each (none while one of them has no batch), one "
+            "transaction over all"
+        ]
+    else:
+        lines = [
+            f"  sources: {names} open{'s' if len(sources) == 1 else ''} the txids and {plain} "
+            f"plain spout{'s' if plain > 1 else ''} staged beside: each micro-batch is one batch "
+            f"of {names} with what the plain spouts emitted by then (none while "
+            f"{'it has' if len(sources) == 1 else 'one of them has'} no batch), one transaction "
+            "over all"
+        ]
     for s in spouts:
         tasks = ", ".join(map(str, s.tasks))
         lines.append(f"    {s.id}: {s.role}, task(s) {tasks}")

@@ -11,23 +11,50 @@ The offset is `{"txid": T}`, as for the transactional source (host/spark/source.
 file of its task. A replay (a retried task, a re-run micro-batch, a restarted query or driver)
 reads the same files: the spout is never asked again.
 
+Beside transactional sources (docs/spark.md §4.9: the options then carry the topology and, as
+`sources`, each batch spout with the directory of its batch state, host/spark/batch_opener.py) a
+txid's partitions are those spouts' tasks, whose reads are their `batch_emit`s
+(`read_spout_partition`), then the plain spouts' staged files.
+
 PySpark pickles these classes by reference to this module, and the executors import it: it
-imports none of the driver's side (no spout process, no plan).
+imports none of the driver's side (no stager, no plan).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
 from host.errors import TopologyError
-from host.spark.source import initial_offset, meta_record
+from host.runtime.context import assign_tasks
+from host.spark.source import (
+    SpoutPartition,
+    initial_offset,
+    meta_record,
+    read_spout_partition,
+    topology_of,
+)
 from host.spark.source_rows import SCHEMA
 from host.spark.staging import read_manifest, read_rows
 
 STAGED_SOURCE_NAME = "multilang_staged_spout"
+
+
+def sources_option(sources: Sequence[tuple[str, str]]) -> str:
+    """The `sources` option: (batch spout, the directory of its batch state) of each."""
+    return json.dumps([list(s) for s in sources])
+
+
+class SourcePartition(SpoutPartition):
+    """Task `index` (task id `task`) of batch spout `spout`, whose state is under `root`."""
+
+    def __init__(self, txid: int, index: int, task: int, spout: str, root: str) -> None:
+        super().__init__(txid, index, task)
+        self.spout = spout
+        self.root = root
 
 
 class StagedPartition(InputPartition):
@@ -56,6 +83,16 @@ class StagedSpoutReader(DataSourceStreamReader):
     def __init__(self, options: Any) -> None:
         self.root = str(options["state"])
         self.staged = str(options["staged"])
+        # the transactional sources beside the plain spouts: (spout, state directory, tasks)
+        self.sources: list[tuple[str, str, tuple[int, ...]]] = []
+        self.topology = None
+        if options.get("sources"):
+            self.topology = topology_of(options)
+            tasks = assign_tasks(self.topology)
+            self.sources = [
+                (str(spout), str(root), tuple(tasks.tasks_of(spout)))
+                for spout, root in json.loads(options["sources"])
+            ]
 
     def initialOffset(self) -> dict[str, int]:
         return initial_offset(self.root)
@@ -81,11 +118,20 @@ class StagedSpoutReader(DataSourceStreamReader):
         if manifest is None:
             # committed and deleted: the engine skips it without reading (engine.py, step 1)
             return []
-        return [StagedPartition(last, i, task) for i, task in enumerate(manifest["tasks"])]
+        sources: list[InputPartition] = [
+            SourcePartition(last, i, task, spout, root)
+            for spout, root, tasks in self.sources
+            for i, task in enumerate(tasks)
+        ]
+        staged = [StagedPartition(last, i, task) for i, task in enumerate(manifest["tasks"])]
+        return sources + staged
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
-        assert isinstance(partition, StagedPartition)
         p = partition
+        if isinstance(p, SourcePartition):
+            assert self.topology is not None
+            return read_spout_partition(self.topology, p.spout, p.root, p)
+        assert isinstance(p, StagedPartition)
         return read_rows(self.staged, p.txid, p.index, p.task)
 
     def commit(self, end: dict[str, int]) -> None:

@@ -21,6 +21,16 @@ staged ahead of the one running (T + 1 while T runs). When bolts tick, an idle (
 staged once their shortest period has passed with no batch (`idle_batch_secs`), so that their
 ticks go on while no spout emits.
 
+Beside transactional sources (`batch: spout`s, Kafka spouts, docs/spark.md §4.9) their
+coordinators number the batches: once a trigger interval (or as soon as a batch's worth of tuples
+waits), the stager asks each for T's metadata (host/spark/batch_opener.py), stored as each
+answers; once every one has, what the plain spouts emitted is cut and staged as their share of T,
+even when it is nothing (or when there is no plain spout: several transactional sources alone are
+opened by the stager too). While a coordinator is not ready there is no T, and the others' batch
+and the plain spouts' tuples wait for it. With one such source its metadata is T's own and is
+stored before the staging; with several, each keeps its own (`source_root`) and T's metadata
+names them, stored after the staging as a plain batch's is.
+
 Outcomes, as Storm's acker would give them: the message ids of a batch are acked to the spout
 (in the driver, by the process that emitted them) when the txid is committed, and its staging is
 deleted. Staged-but-uncommitted batches survive a stop or a dead driver and are replayed first on
@@ -41,6 +51,7 @@ from typing import Any
 
 from host.batch.store import BatchStore
 from host.errors import TopologyError
+from host.spark.batch_opener import BatchOpener
 from host.spark.component_process import ComponentFailed
 from host.spark.idle_batches import idle_batch_due, idle_batch_secs
 from host.spark.plan import Plan, Stage
@@ -135,8 +146,15 @@ class StagedSpouts:
         *,
         trigger_secs: float = 1.0,
         run_id: str = "spark",
+        openers: Sequence[BatchOpener] = (),
     ) -> None:
         self.topology = plan.topology
+        # the transactional sources beside the plain spouts (host/spark/batch_opener.py): each
+        # txid is one batch of each, opened before the plain spouts' share is cut
+        self.openers = tuple(openers)
+        # one source keeping its state in the state directory: its metadata is the txid's own
+        self.shared_root = len(self.openers) == 1 and self.openers[0].root == state_root
+        self.failure: BaseException | None = None  # what ended the stager; the engine stops
         self.spouts = tuple(spouts)
         self.name = ", ".join(s.id for s in self.spouts)  # for the log
         self.staged_root = os.path.join(checkpoint, STAGED_SUBDIR)
@@ -152,7 +170,8 @@ class StagedSpouts:
             _Task(i, spout, task, self._max_pending(spout)) for i, (spout, task) in enumerate(every)
         ]
         self.task_ids = tuple(t.task for t in self.tasks)  # the source's partitions, in order
-        self.fair_share = -(-self.max_tuples // len(self.tasks))  # a task's share of a full batch
+        # a task's share of a full batch
+        self.fair_share = -(-self.max_tuples // max(1, len(self.tasks)))
         self.currtx = 1  # the lowest txid not committed
         self.next_txid = 1  # the next txid to stage
         # txid -> its reliable tuples: (task index, generation, message id)
@@ -210,7 +229,13 @@ class StagedSpouts:
                     "directory whole, or start afresh"
                 )
             if meta_record(self.state_root, txid) is None:  # died between staging and meta
-                store.put_meta(txid, {"staged": True}, 0)
+                if self.shared_root:  # its opener stores the metadata before the staging
+                    raise TopologyError(
+                        f"txid {txid} is staged in {self.staged_root} with no batch metadata "
+                        "for the transactional source: the staging was written by a topology "
+                        "without it; start from a new checkpoint"
+                    )
+                store.put_meta(txid, self._batch_meta(), 0)  # every source opened it before
             for task, key in staged_task_ids(self.staged_root, txid):
                 # a task the topology no longer has: its spout's ids cannot come back
                 self.replayed[(spout_of.get(task, ""), key)] = txid
@@ -364,7 +389,20 @@ class StagedSpouts:
 
     # -- the stager ------------------------------------------------------------------------------
     def _run_stager(self) -> None:
+        try:
+            self._stager_loop()
+        except BaseException as exc:  # the engine ends the run with it (engine.py `_await`)
+            log.error("%s: the stager stopped: %s", self.name, exc)
+            with self.lock:
+                self.failure = exc
+        finally:
+            for opener in self.openers:
+                opener.close()
+
+    def _stager_loop(self) -> None:
         last_cut = time.monotonic()
+        openers = self.openers
+        ready = True  # the coordinator's last answer: a full buffer asks again only if it was
         while True:
             with self.lock:
                 if self.stopping:
@@ -372,20 +410,41 @@ class StagedSpouts:
                 now = time.monotonic()
                 buffered = sum(len(t.buffer) for t in self.tasks)
                 allowed = self.next_txid <= self.currtx + AHEAD
-                due = buffered >= self.max_tuples or (
-                    buffered > 0 and now - last_cut >= self.trigger_secs
-                )
-                in_flight = self.next_txid - self.currtx  # staged, not yet committed
-                idle = idle_batch_due(now, self.last_batch, self.idle_secs, buffered, in_flight)
+                if not openers:
+                    due = buffered >= self.max_tuples or (
+                        buffered > 0 and now - last_cut >= self.trigger_secs
+                    )
+                    in_flight = self.next_txid - self.currtx  # staged, not yet committed
+                    idle = idle_batch_due(now, self.last_batch, self.idle_secs, buffered, in_flight)
+                else:  # the sources' coordinators decide, asked once a trigger interval
+                    due = (ready and buffered >= self.max_tuples) or (
+                        now - last_cut >= self.trigger_secs
+                    )
+                    idle = False
                 if not (allowed and (due or idle)):
                     self.lock.wait(STAGER_WAIT_SECS)
                     continue
                 txid = self.next_txid
-                cut = self._cut()
+                if not openers:
+                    cut = self._cut()
             last_cut = time.monotonic()
+            if openers:
+                # each stores its metadata once ready; those stored are not asked again
+                ready = all([o.open(txid) for o in openers])
+                if not ready:  # the plain spouts' tuples wait for the sources' next batch
+                    continue
+                with self.lock:
+                    cut = self._cut()
             if idle:
                 log.debug("%s: txid %d staged idle, for the bolts' ticks", self.name, txid)
             self._stage(txid, cut)
+
+    def _batch_meta(self) -> dict[str, Any]:
+        """A staged txid's metadata in the state directory (its sources keep their own)."""
+        meta: dict[str, Any] = {"staged": True}
+        if self.openers:
+            meta["sources"] = [o.spout for o in self.openers]
+        return meta
 
     def _cut(self) -> list[list[Tagged]]:
         """Up to max_tuples buffered tuples, each task's oldest, shared fairly between the tasks
@@ -401,7 +460,8 @@ class StagedSpouts:
         try:
             rows = [[encode_row(m) for _, m in share] for share in cut]
             write_staged(self.staged_root, txid, self.task_ids, rows)
-            BatchStore(self.state_root).put_meta(txid, {"staged": True}, 0)
+            if not self.shared_root:  # else its opener stored the source's metadata first
+                BatchStore(self.state_root).put_meta(txid, self._batch_meta(), 0)
         except (OSError, TypeError) as exc:
             log.error(
                 "%s: txid %d could not be staged (%s); its %d tuple(s) are failed",

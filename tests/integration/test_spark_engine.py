@@ -270,9 +270,9 @@ def test_explain_prints_the_plan_and_starts_nothing() -> None:
 
 
 def test_spouts_of_mixed_kinds_are_refused_and_a_spark_input_is_planned(tmp_path: Path) -> None:
-    """A plain spout beside a Kafka spout is refused before anything starts (several plain
-    spouts run: tests/integration/test_spark_several_spouts.py; the Spark spout's inputs:
-    tests/integration/test_spark_input_source.py)."""
+    """The Spark spout beside a plain spout is refused before anything starts (several plain
+    spouts run: tests/integration/test_spark_several_spouts.py; plain and Kafka spouts:
+    test_spark_mixed_sources.py; the Spark spout's inputs: test_spark_input_source.py)."""
     from click.testing import CliRunner
 
     from host.spark.command import spark
@@ -287,15 +287,18 @@ def test_spouts_of_mixed_kinds_are_refused_and_a_spark_input_is_planned(tmp_path
         "name: mixed\n"
         "spouts:\n"
         "  a: {command: [python, s.py], outputs: [x]}\n"
-        "  k: {kafka: {bootstrap.servers: '127.0.0.1:9', topics: [words]}}\n"
+        "  k:\n"
+        "    command: [python, -m, components.spark_spout]\n"
+        "    outputs: [x]\n"
+        "    config: {spark.spout.source: dataframe, spark.spout.job: 'job:lines'}\n"
         "bolts:\n"
         "  c: {command: [python, s.py], outputs: [], inputs: {a: shuffle, k: shuffle}}\n"
     )
     checkpoint = tmp_path / "checkpoint"
     result = CliRunner().invoke(spark, [str(mixed), "--checkpoint", str(checkpoint)])
     assert result.exit_code == 2
-    assert "has 2 spouts of which not all are plain spouts" in result.output
-    assert "'k' (kafka source)" in result.output
+    assert "has 2 spouts of kinds that do not run together" in result.output
+    assert "'k' (spark input)" in result.output
     assert not checkpoint.exists()  # refused before anything starts
 
 

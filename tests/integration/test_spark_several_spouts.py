@@ -151,7 +151,8 @@ STORE = """\
 import os, sqlite3
 from multilang.batch import Committer
 
-CRASH = os.environ.get("CRASH_ON_MIXED_BATCH") == "1"
+# the spouts whose tuples a batch must all hold for the committer to die on it ("py,js")
+CRASH = set(filter(None, os.environ.get("CRASH_ON_MIXED_BATCH", "").split(",")))
 
 
 class Store(Committer):
@@ -194,7 +195,7 @@ class Store(Committer):
         path = self.db + ".crashes"
         if os.path.exists(path):
             return txid == int(open(path).read().split()[0])
-        return txid >= 2 and sources >= {"py", "js"}
+        return txid >= 2 and sources >= CRASH
 
 
 Store().run()
@@ -426,7 +427,7 @@ def test_driver_killed_mid_batch_replays_the_staged_batch_of_both_spouts(tmp_pat
     db, checkpoint = base / "out.db", base / "checkpoint"
     # the first run's committer dies on the first txid after 1 that holds both spouts' tuples,
     # on every attempt: that txid stays staged and uncommitted however long the run goes on
-    faulty = make_topology(base, limits, env={"CRASH_ON_MIXED_BATCH": "1"})
+    faulty = make_topology(base, limits, env={"CRASH_ON_MIXED_BATCH": "py,js"})
     spec = {
         "topology": str(faulty),
         "checkpoint": str(checkpoint),

@@ -1,6 +1,7 @@
 """Which spouts run together on the Spark engine (host/spark/spout_mix.py; docs/spark.md §4.9):
-several plain spouts are one staged source, any other mix is refused before anything starts, and
-`--explain` shows every source. Pure: no Spark."""
+plain spouts are one staged source, beside any transactional and Kafka sources, which open each
+txid together; a Spark spout beside any other is refused before anything starts, and `--explain`
+shows every source. Pure: no Spark."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ from hypothesis import strategies as st
 from host.errors import TopologyError
 from host.spark.engine import check_supported
 from host.spark.explain import explain
-from host.spark.plan import DRIVER_SPOUT, KAFKA_SOURCE, TRANSACTIONAL_SOURCE, plan
+from host.spark.plan import DRIVER_SPOUT, KAFKA_SOURCE, SPARK_INPUT, TRANSACTIONAL_SOURCE, plan
 from host.spark.spout_mix import check_sources, refusal
 from host.topology.model import BATCH_SPOUT, BOLT, SPOUT, Component, Grouping, Input, Topology
 
 KAFKA = ("python", "-m", "components.kafka_spout")
+SPARK_SPOUT = ("python", "-m", "components.spark_spout")
 
 
 def spout(id: str, command: tuple[str, ...] = ("python", "s.py"), **kw: object) -> Component:
@@ -49,14 +51,33 @@ def test_one_spout_of_any_kind_runs_alone():
 
 
 @pytest.mark.parametrize(
+    "spouts, first_batch_spout",
+    [
+        ((spout("p"), spout("k", KAFKA)), "k"),
+        ((spout("b", batch=BATCH_SPOUT), spout("p")), "b"),
+        ((spout("p1", parallelism=2), spout("k", KAFKA), spout("p2", ("node", "s.js"))), "k"),
+        ((spout("k1", KAFKA), spout("k2", KAFKA, parallelism=3)), "k1"),
+        ((spout("b", batch=BATCH_SPOUT), spout("k", KAFKA), spout("p")), "b"),
+    ],
+)
+def test_plain_spouts_run_beside_transactional_and_kafka_sources_which_open_the_txids(
+    spouts, first_batch_spout
+):
+    p = plan(topology(*spouts))
+    assert refusal(p) is None
+    assert [s.id for s in check_sources(p)] == [s.id for s in spouts]
+    assert check_supported(p).id == first_batch_spout
+    assert check_supported(p).role in (KAFKA_SOURCE, TRANSACTIONAL_SOURCE)
+
+
+@pytest.mark.parametrize(
     "spouts, kinds",
     [
-        ((spout("p"), spout("k", KAFKA)), [f"'p' ({DRIVER_SPOUT})", f"'k' ({KAFKA_SOURCE})"]),
+        ((spout("s", SPARK_SPOUT), spout("p")), [f"'s' ({SPARK_INPUT})", f"'p' ({DRIVER_SPOUT})"]),
         (
-            (spout("k1", KAFKA), spout("k2", KAFKA)),
-            [f"'k1' ({KAFKA_SOURCE})", f"'k2' ({KAFKA_SOURCE})"],
+            (spout("k", KAFKA), spout("s", SPARK_SPOUT), spout("b", batch=BATCH_SPOUT)),
+            [f"'k' ({KAFKA_SOURCE})", f"'s' ({SPARK_INPUT})", f"'b' ({TRANSACTIONAL_SOURCE})"],
         ),
-        ((spout("b", batch=BATCH_SPOUT), spout("p")), [f"'b' ({TRANSACTIONAL_SOURCE})"]),
     ],
 )
 def test_other_mixes_are_refused_naming_the_file_the_spouts_and_why(spouts, kinds):
@@ -67,11 +88,11 @@ def test_other_mixes_are_refused_naming_the_file_the_spouts_and_why(spouts, kind
     assert text.startswith("several.yaml: ")
     for kind in kinds:
         assert kind in text
-    assert "its txids would drift from the micro-batches" in text
+    assert "the txids would drift from the micro-batches" in text
     with pytest.raises(TopologyError):
         check_supported(p)  # the engine refuses it before anything starts
     # --explain still prints the plan, with the refusal at its head
-    assert "  sources: refused: the topology has 2 spouts" in explain(p)
+    assert f"  sources: refused: the topology has {len(spouts)} spouts" in explain(p)
 
 
 def test_explain_lists_every_source_of_several_plain_spouts():
@@ -87,6 +108,32 @@ def test_explain_lists_every_source_of_several_plain_spouts():
         "    py: driver-staged plain spout, task(s) 3, 4",
         "    js: driver-staged plain spout, task(s) 2",
     ]
+    # beside a Kafka source, which opens the txids
+    lines = explain(plan(topology(spout("py"), spout("k", KAFKA)))).splitlines()
+    at = lines.index(
+        "  sources: 'k' opens the txids and 1 plain spout staged beside: each micro-batch is one "
+        "batch of 'k' with what the plain spouts emitted by then (none while it has no batch), "
+        "one transaction over all"
+    )
+    assert lines[at + 1 : at + 3] == [
+        "    py: driver-staged plain spout, task(s) 3",
+        f"    k: {KAFKA_SOURCE}, task(s) 2",
+    ]
+    # two Kafka sources and two plain spouts
+    lines = explain(
+        plan(topology(spout("a", KAFKA), spout("b", KAFKA), spout("c"), spout("d")))
+    ).splitlines()
+    assert (
+        "  sources: 'a', 'b' open the txids and 2 plain spouts staged beside: each micro-batch "
+        "is one batch of 'a', 'b' with what the plain spouts emitted by then (none while one of "
+        "them has no batch), one transaction over all"
+    ) in lines
+    # two Kafka sources alone
+    lines = explain(plan(topology(spout("a", KAFKA), spout("b", KAFKA)))).splitlines()
+    assert (
+        "  sources: 2 batch spouts ('a', 'b'), opened together: each micro-batch is one batch of "
+        "each (none while one of them has no batch), one transaction over all"
+    ) in lines
     # a single spout's plan has no sources line
     assert "sources:" not in explain(plan(topology(spout("py"))))
 

@@ -196,7 +196,7 @@ def test_the_engine_runs_the_mapped_spout_and_writes_offsets_to_zookeeper(tmp_pa
     assert spout.command == TX_COMMAND
     instance = (checkpoint / INSTANCE_FILE).read_text().strip()
     assert spout.config[TOPOLOGY_ID] == instance
-    commits = engine.kafka_commits
+    [commits] = engine.kafka_commits  # one per Kafka spout
     assert isinstance(commits, ZooKeeperCommits)
     assert (commits.instance, commits.sk.base_path) == (instance, "/storm-kafka/reader")
     commits.commit(1)  # no ranges stored for txid 1: nothing to write, no connection made

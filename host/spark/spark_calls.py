@@ -1,0 +1,55 @@
+"""Calls into Spark's JVM from the engine's driver that must not hang or clutter the command: a
+call bounded in time, Spark's own log levels, and the line of a Spark error that says what went
+wrong (docs/spark.md §4.4)."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from typing import Any
+
+
+def bounded(
+    call: Callable[[], object], secs: float, what: str, echo: Callable[[str], None]
+) -> None:
+    """Call `call` in a daemon thread and wait for it at most `secs`: a call into Spark that
+    hangs must not keep the command from ending (its JVM exits with this process)."""
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            call()
+        except BaseException as exc:  # reported below; the stop goes on either way
+            failure.append(exc)
+
+    thread = threading.Thread(target=target, name=what, daemon=True)
+    thread.start()
+    thread.join(secs)
+    if thread.is_alive():
+        echo(f"{what} did not end within {secs:g}s: going on without it")
+    elif failure:
+        echo(f"{what} failed: {first_line(failure[0])}")
+
+
+def set_log_levels(spark: Any, levels: dict[str, str]) -> None:
+    """Spark's own loggers (log4j2, in the driver's JVM)."""
+    jvm = spark.sparkContext._jvm
+    log4j = jvm.org.apache.logging.log4j
+    for name, level in levels.items():
+        log4j.core.config.Configurator.setLevel(name, log4j.Level.getLevel(level))
+
+
+# our errors as a traceback in Spark's exception text ends them: `host.errors.TopologyError: ...`
+# (not a source line of the traceback that names the class, `raise TopologyError(`)
+_OUR_ERROR = re.compile(r"\b(ComponentFailed|TopologyError|RoutingError): ")
+
+
+def first_line(error: BaseException) -> str:
+    """What a Spark error says went wrong, in one line: one of our errors when its text carries
+    one (a Python worker's traceback), else its first line."""
+    text = str(error).strip()
+    for line in text.splitlines():
+        if _OUR_ERROR.search(line):
+            return line.strip()[:1000]
+    return (text.splitlines() or [type(error).__name__])[0][:1000]
