@@ -345,7 +345,7 @@ class SparkEngine:
             # always ends the command; the unfinished micro-batch runs again next time
             bounded(query.stop, STOP_WAIT_SECS, "stopping the query", self.echo)
             if failure is not None:
-                raise EngineFailed(f"the plain spouts' stager stopped: {first_line(failure)}")
+                raise EngineFailed(f"the stager stopped: {first_line(failure)}")
             return None
         error: BaseException | None = query.exception()
         return error
@@ -433,8 +433,8 @@ class SparkEngine:
         return txid or None
 
     def _stager_failure(self) -> BaseException | None:
-        """What stopped the plain spouts' stager (a batch spout that numbers its own batches
-        beside them, a staging it cannot recover), or None."""
+        """What stopped the stager of the plain spouts and the batch spouts beside them (a
+        batch spout that numbers its own batches, a staging it cannot recover), or None."""
         return None if self.staged is None else self.staged.failure
 
     def _stop_query_quietly(self) -> None:

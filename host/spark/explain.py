@@ -81,9 +81,11 @@ def explain(plan: Plan) -> str:
         )
     lines.extend(sources_lines(plan))  # several spouts: what a micro-batch holds, or why not
     idle = None
-    if any(
+    spouts = [s for s in plan.stages if s.component.is_spout]
+    # beside a batch spout its coordinator alone says when there is a batch (docs/spark.md §4.9)
+    if not any(s.role in (TRANSACTIONAL_SOURCE, KAFKA_SOURCE) for s in spouts) and any(
         s.role == DRIVER_SPOUT or s.role == SPARK_INPUT and file_backed(topology, s.component.id)
-        for s in plan.stages
+        for s in spouts
     ):
         idle = idle_batch_secs(topology)
         if idle is not None:

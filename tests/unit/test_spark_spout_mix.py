@@ -5,6 +5,8 @@ shows every source. Pure: no Spark."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -160,3 +162,17 @@ def test_fair_shares_fill_the_batch_and_cut_only_the_largest(sizes, limit):
     cut_short = [n for n, size in zip(shares, sizes, strict=True) if n < size]
     if cut_short:  # a task cut short got at least as much as any other task, less one
         assert min(cut_short) >= max(shares) - 1
+
+
+def test_idle_micro_batches_only_where_the_stager_numbers_the_txids():
+    """Ticks go on through idle micro-batches beside plain spouts alone; beside a batch spout its
+    coordinator alone says when there is a batch (docs/spark.md §2.4, §4.9)."""
+
+    def ticking(*spouts: Component) -> Topology:
+        t = topology(*spouts)
+        sink = dataclasses.replace(t.components[-1], config={"topology.tick.tuple.freq.secs": 1})
+        return dataclasses.replace(t, components=(*t.components[:-1], sink))
+
+    assert "  idle micro-batches: one after 1 s" in explain(plan(ticking(spout("p"))))
+    assert "idle micro-batches" not in explain(plan(ticking(spout("p"), spout("k", KAFKA))))
+    assert "idle micro-batches" not in explain(plan(ticking(spout("b", batch=BATCH_SPOUT))))
