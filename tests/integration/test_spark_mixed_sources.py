@@ -30,13 +30,14 @@ from tests.integration.test_spark_several_spouts import (
     PY_SPOUT,
     STORE,
     audit,
+    crash_and_kill,
     drive,
     ledger,
     ledger_config,
     result_of,
-    staged_rows,
     stop,
     stored,
+    tag_and_store,
 )
 from tests.support import kafka_broker as broker
 from tests.support.kafka_broker import committed
@@ -105,21 +106,7 @@ def make_topology(
             "host.spark.kafka.batch.max.records": BATCH,
         },
         "spouts": spouts,
-        "bolts": {
-            "tag": {
-                "command": ["python", "tag.py"],
-                "outputs": ["source", "id", "text"],
-                "parallelism": 2,
-                "inputs": dict.fromkeys(spouts, "shuffle"),
-            },
-            "store": {
-                "command": ["python", "store.py"],
-                "outputs": [],
-                "inputs": {"tag": "global"},
-                "batch": "committer",
-                "env": env or {},
-            },
-        },
+        "bolts": tag_and_store(spouts, env),
     }
     path = base / "topology.yaml"
     path.write_text(yaml.safe_dump(doc))
@@ -176,7 +163,7 @@ def all_done(base: Path, ends: dict[str, dict[int, int]], ids: int) -> bool:
 def kafka_ranges(state: Path, txid: int) -> set[tuple[int, int]]:
     """(partition, offset) of every record in txid's ranges, as the spout tasks stored them
     (`state`: the directory of the spout's batch state)."""
-    out = set()
+    out: set[tuple[int, int]] = set()
     for task in (state / "user").iterdir():
         meta = json.loads((task / f"{txid}.json").read_text())
         for r in meta.values():
@@ -186,19 +173,26 @@ def kafka_ranges(state: Path, txid: int) -> set[tuple[int, int]]:
 
 
 def run_until_done(
-    tmp_path: Path, base: Path, topology: Path, ends: dict[str, dict[int, int]], ids: int
-) -> dict[str, Any]:
-    """One driver run until every record and id is stored (and acked); what `drive` returned."""
-    spec = {"topology": str(topology), "checkpoint": str(base / "checkpoint"), "max_tuples": 150}
-    proc = start_driver(__file__, spec, tmp_path / "spec.json")
+    tmp_path: Path,
+    base: Path,
+    topology: Path,
+    ends: dict[str, dict[int, int]],
+    ids: int,
+    *,
+    max_tuples: int = 150,
+    name: str = "spec.json",
+) -> str:
+    """One driver run on `base`'s checkpoint until every record and id is stored (and the ids
+    acked), stopped cleanly; its output."""
+    checkpoint = str(base / "checkpoint")
+    spec = {"topology": str(topology), "checkpoint": checkpoint, "max_tuples": max_tuples}
+    proc = start_driver(__file__, spec, tmp_path / name)
     try:
         wait_for(lambda: all_done(base, ends, ids), proc, "every record and id stored, ids acked")
     except BaseException:
         kill(proc)
         raise
-    result = result_of(stop(proc))
-    assert result["restarts"] == 0
-    return result
+    return stop(proc)
 
 
 def kafka_per_txid(rows: list[tuple[str, int, str, int]]) -> collections.Counter:
@@ -211,23 +205,32 @@ def kafka_per_txid(rows: list[tuple[str, int, str, int]]) -> collections.Counter
 # ---- the tests -----------------------------------------------------------------------------------------
 
 
+def run_mixed(
+    tmp_path: Path, bootstrap: str, kafka_spouts: tuple[str, ...], ids: int
+) -> tuple[Path, list[tuple[str, int, str, int]]]:
+    """Kafka spouts `kafka_spouts` on fresh topics beside the ledger spout (`ids` ids), run
+    until everything is stored: every record and id once, the ids acked after their commit,
+    each group at its topic's end, no txid with more than a batch of a Kafka partition. The
+    run's directory and the stored rows."""
+    topics = topics_written(bootstrap, kafka_spouts)
+    ends = {spout: e for spout, (_, e) in topics.items()}
+    base = tmp_path / "run"
+    topology = make_topology(base, bootstrap, {s: t for s, (t, _) in topics.items()}, ids)
+    result = result_of(run_until_done(tmp_path, base, topology, ends, ids))
+    assert (result["restarts"], result["acked"]) == (0, ids)
+    rows = check_each_once(base / "out.db", ends, ids)
+    check_py_acks(base, ids)
+    check_groups(bootstrap, topics)
+    # each txid is one batch of each Kafka source: at most 40 records a partition
+    assert max(kafka_per_txid(rows).values()) <= BATCH
+    return base, rows
+
+
 def test_a_plain_and_a_kafka_spout_share_each_micro_batch_and_commit_each_tuple_once(
     tmp_path: Path, kafka_broker: Any
 ) -> None:
-    bs = kafka_broker.bootstrap
-    topics = topics_written(bs, ("kafka",))
-    ends = {spout: e for spout, (_, e) in topics.items()}
-    ids = 300
-    base = tmp_path / "mixed"
-    topology = make_topology(base, bs, {s: t for s, (t, _) in topics.items()}, ids)
-    result = run_until_done(tmp_path, base, topology, ends, ids)
-    assert result["acked"] == ids
-    rows = check_each_once(base / "out.db", ends, ids)
-    check_py_acks(base, ids)
-    check_groups(bs, topics)
-    # each txid is one of the Kafka source's batches: at most 40 records a partition...
-    assert max(kafka_per_txid(rows).values()) <= BATCH
-    # ... and the plain spout's tuples at most host.spark.batch.max.tuples a micro-batch
+    base, rows = run_mixed(tmp_path, kafka_broker.bootstrap, ("kafka",), 300)
+    # the plain spout's tuples at most host.spark.batch.max.tuples a micro-batch
     assert max(collections.Counter(x for s, *_, x in rows if s == "py").values()) <= 150
     # the one Kafka source keeps its state in the state directory, as it does alone
     assert not (base / "checkpoint" / "batches" / "sources").exists()
@@ -236,18 +239,7 @@ def test_a_plain_and_a_kafka_spout_share_each_micro_batch_and_commit_each_tuple_
 def test_two_kafka_spouts_and_a_plain_spout_each_keep_their_own_state(
     tmp_path: Path, kafka_broker: Any
 ) -> None:
-    bs = kafka_broker.bootstrap
-    topics = topics_written(bs, ("kafka", "kafka2"))
-    ends = {spout: e for spout, (_, e) in topics.items()}
-    ids = 300
-    base = tmp_path / "two"
-    topology = make_topology(base, bs, {s: t for s, (t, _) in topics.items()}, ids)
-    result = run_until_done(tmp_path, base, topology, ends, ids)
-    assert result["acked"] == ids
-    rows = check_each_once(base / "out.db", ends, ids)
-    check_py_acks(base, ids)
-    check_groups(bs, topics)
-    assert max(kafka_per_txid(rows).values()) <= BATCH
+    base, _ = run_mixed(tmp_path, kafka_broker.bootstrap, ("kafka", "kafka2"), 300)
     # each spout's batch state in its own directory, committed as far as the state directory
     state = base / "checkpoint" / "batches"
     currtx = (state / "coordinator" / "currtx").read_text().strip()
@@ -272,7 +264,11 @@ def test_driver_killed_with_a_mixed_batch_staged_replays_it_whole(
     # the first run's committer dies on the first txid after 1 that holds tuples of both spouts,
     # on every attempt: that txid stays staged (and its Kafka ranges stored) however long it runs
     faulty = make_topology(base, bs, names, ids, env={"CRASH_ON_MIXED_BATCH": "py,kafka"})
-    txid, staged = crash_and_kill(tmp_path, faulty, checkpoint, lambda: len(ledger(base, "py")[0]))
+
+    def acked() -> bool:  # the plain spout's acks caught up with what is stored of it
+        return len(ledger(base, "py")[0]) == sum(1 for r in stored(db) if r[0] == "py")
+
+    txid, staged = crash_and_kill(tmp_path, faulty, checkpoint, acked)
     # the precondition: txid is staged with tuples of the plain spout, its Kafka ranges stored
     # (by the executors that read it), none of it stored
     assert staged and {s for s, _ in staged} == {"py"}
@@ -281,7 +277,7 @@ def test_driver_killed_with_a_mixed_batch_staged_replays_it_whole(
     assert not set(staged) & {(s, i) for s, i, _, _ in stored(db)}
     # the restart: txid comes back whole, the same Kafka ranges and the staged plain tuples
     make_topology(base, bs, names, ids)  # the committer without its fault
-    out = restart(tmp_path, base, faulty, checkpoint, ends, ids)
+    out = run_until_done(tmp_path, base, faulty, ends, ids, max_tuples=200, name="second.json")
     assert f"txid {txid}: staged by an earlier run, replayed" in out
     rows = check_each_once(db, ends, ids)
     again = [(s, i) for s, i, _, x in rows if x == txid]
@@ -303,75 +299,18 @@ def test_two_kafka_spouts_alone_resume_a_killed_driver_with_the_same_ranges(
     sources = checkpoint / "batches" / "sources"
     names = {s: t for s, (t, _) in topics.items()}
     faulty = make_topology(base, bs, names, 0, env={"CRASH_ON_MIXED_BATCH": "kafka,kafka2"})
-    txid, staged = crash_and_kill(tmp_path, faulty, checkpoint, lambda: 0)
+    txid, staged = crash_and_kill(tmp_path, faulty, checkpoint, lambda: True)
     assert staged == []  # no plain spout: the stager opens the txids, with nothing of its own
     ranges = {spout: kafka_ranges(sources / spout, txid) for spout in names}
     assert all(ranges.values()), "the crashing txid holds records of both spouts"
     make_topology(base, bs, names, 0)
-    restart(tmp_path, base, faulty, checkpoint, ends, 0)
+    run_until_done(tmp_path, base, faulty, ends, 0, max_tuples=200, name="second.json")
     rows = check_each_once(db, ends, 0)
     for spout in names:
         again = {divmod(i, PER_PARTITION) for s, i, _, x in rows if s == spout and x == txid}
         assert again == ranges[spout], spout
     assert audit(db)[txid] > 1
     check_groups(bs, topics)
-
-
-def crash_and_kill(
-    tmp_path: Path, topology: Path, checkpoint: Path, acked: Any
-) -> tuple[int, list[tuple[str, int]]]:
-    """Runs the driver on `topology`, whose committer dies on every attempt of one txid, until
-    the txids before it are committed (and `acked()` as many py ids as are stored) and it is
-    staged; SIGKILLs it. That txid and the plain spout's tuples staged for it."""
-    db = checkpoint.parent / "out.db"
-    crashes = Path(str(db) + ".crashes")
-    spec = {
-        "topology": str(topology),
-        "checkpoint": str(checkpoint),
-        "max_tuples": 200,
-        "max_restarts": 1000,
-    }
-
-    def crash_txid() -> int:
-        return int(crashes.read_text().split()[0])
-
-    first = start_driver(__file__, spec, tmp_path / "first.json")
-    try:
-        wait_for(
-            lambda: (
-                crashes.exists()
-                and (checkpoint / "staged" / str(crash_txid()) / "manifest.json").exists()
-                and sorted(audit(db)) == list(range(1, crash_txid()))
-                and acked() == sum(1 for r in stored(db) if r[0] == "py")
-            ),
-            first,
-            "the txids before the crashing one committed and acked, the crashing one staged",
-        )
-    finally:
-        kill(first)  # SIGKILL: no clean-up, no fails, no deactivate
-    txid = crash_txid()
-    state = checkpoint / "batches"
-    assert (state / "coordinator" / "currtx").read_text().strip() == str(txid)
-    return txid, staged_rows(topology, checkpoint, txid)
-
-
-def restart(
-    tmp_path: Path,
-    base: Path,
-    topology: Path,
-    checkpoint: Path,
-    ends: dict[str, dict[int, int]],
-    ids: int,
-) -> str:
-    """A second driver on the same checkpoint until every record and id is stored; its output."""
-    spec = {"topology": str(topology), "checkpoint": str(checkpoint), "max_tuples": 200}
-    second = start_driver(__file__, spec, tmp_path / "second.json")
-    try:
-        wait_for(lambda: all_done(base, ends, ids), second, "every record and id stored")
-    except BaseException:
-        kill(second)
-        raise
-    return stop(second)
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["--drive"]:

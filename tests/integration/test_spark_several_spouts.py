@@ -23,6 +23,7 @@ import json
 import os
 import signal
 import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -242,25 +243,31 @@ def make_topology(base: Path, limits: dict[str, int], *, env: dict[str, str] | N
         "name": "several-spouts",
         "config": {"test.db": str(base / "out.db"), "topology.max.spout.pending": 100_000},
         "spouts": spouts,
-        "bolts": {
-            "tag": {
-                "command": ["python", "tag.py"],
-                "outputs": ["source", "id", "text"],
-                "parallelism": 2,
-                "inputs": {name: "shuffle" for name in spouts},
-            },
-            "store": {
-                "command": ["python", "store.py"],
-                "outputs": [],
-                "inputs": {"tag": "global"},
-                "batch": "committer",
-                "env": env or {},
-            },
-        },
+        "bolts": tag_and_store(spouts, env),
     }
     path = base / "topology.yaml"
     path.write_text(yaml.safe_dump(doc))
     return path
+
+
+def tag_and_store(spouts: Iterable[str], env: dict[str, str] | None) -> dict[str, Any]:
+    """The bolts: `tag` (tag.py, two tasks, shuffle from every spout) -> `store` (store.py, the
+    committer, fed by `global`, `env` its environment)."""
+    return {
+        "tag": {
+            "command": ["python", "tag.py"],
+            "outputs": ["source", "id", "text"],
+            "parallelism": 2,
+            "inputs": dict.fromkeys(spouts, "shuffle"),
+        },
+        "store": {
+            "command": ["python", "store.py"],
+            "outputs": [],
+            "inputs": {"tag": "global"},
+            "batch": "committer",
+            "env": env or {},
+        },
+    }
 
 
 def text_of(source: str, i: int) -> str:
@@ -394,6 +401,45 @@ def stop(proc: Any) -> str:
     return out
 
 
+def crash_and_kill(
+    tmp_path: Path, topology: Path, checkpoint: Path, acked: Callable[[], bool]
+) -> tuple[int, list[tuple[str, int]]]:
+    """Runs the driver on `topology`, whose committer dies on every attempt of one txid (the
+    first after 1 holding tuples of the spouts CRASH_ON_MIXED_BATCH names), until the txids
+    before it are committed, `acked()` (the spouts' acks caught up with them) and that txid
+    staged; SIGKILLs it (no clean-up, no fails, no deactivate). That txid, and the (spout, id)
+    of the plain spouts' tuples staged for it."""
+    db = checkpoint.parent / "out.db"
+    crashes = Path(str(db) + ".crashes")
+    spec = {
+        "topology": str(topology),
+        "checkpoint": str(checkpoint),
+        "max_tuples": 200,
+        "max_restarts": 1000,
+    }
+
+    def crash_txid() -> int:
+        return int(crashes.read_text().split()[0])
+
+    first = start_driver(__file__, spec, tmp_path / "first.json")
+    try:
+        wait_for(
+            lambda: (
+                crashes.exists()
+                and (checkpoint / "staged" / str(crash_txid()) / "manifest.json").exists()
+                and sorted(audit(db)) == list(range(1, crash_txid()))
+                and acked()
+            ),
+            first,
+            "the txids before the crashing one committed and acked, the crashing one staged",
+        )
+    finally:
+        kill(first)
+    txid = crash_txid()
+    assert (checkpoint / "batches" / "coordinator" / "currtx").read_text().strip() == str(txid)
+    return txid, staged_rows(topology, checkpoint, txid)
+
+
 # ---- the tests ---------------------------------------------------------------------------------------
 
 
@@ -428,39 +474,18 @@ def test_driver_killed_mid_batch_replays_the_staged_batch_of_both_spouts(tmp_pat
     # the first run's committer dies on the first txid after 1 that holds both spouts' tuples,
     # on every attempt: that txid stays staged and uncommitted however long the run goes on
     faulty = make_topology(base, limits, env={"CRASH_ON_MIXED_BATCH": "py,js"})
-    spec = {
-        "topology": str(faulty),
-        "checkpoint": str(checkpoint),
-        "max_tuples": 200,
-        "max_restarts": 1000,
-    }
-    crashes = Path(str(db) + ".crashes")
-
-    def crash_txid() -> int:
-        return int(crashes.read_text().split()[0])
-
-    first = start_driver(__file__, spec, tmp_path / "first.json")
-    try:
-        wait_for(
-            lambda: (
-                crashes.exists()
-                and (checkpoint / "staged" / str(crash_txid()) / "manifest.json").exists()
-                and sorted(audit(db)) == list(range(1, crash_txid()))
-                and sum(len(ledger(base, s)[0]) for s in limits) == len(stored(db))
-            ),
-            first,
-            "the txids before the crashing one committed and acked, the crashing one staged",
-        )
-    finally:
-        kill(first)  # SIGKILL: no clean-up, no fails, no deactivate
-    txid = crash_txid()
-    assert sorted(audit(db)) == list(range(1, txid))
-    staged = staged_rows(faulty, checkpoint, txid)
+    txid, staged = crash_and_kill(
+        tmp_path,
+        faulty,
+        checkpoint,
+        lambda: sum(len(ledger(base, s)[0]) for s in limits) == len(stored(db)),
+    )
     assert {s for s, _ in staged} == {"py", "js"}  # the precondition: a batch of both spouts
     assert not set(staged) & {(s, i) for s, i, _, _ in stored(db)}
     # the restart: txid `txid` comes from the staging, and the spouts' own replay of those ids
     # (never acked to them) is not staged twice
     make_topology(base, limits)  # the committer without its fault
+    spec = {"topology": str(faulty), "checkpoint": str(checkpoint), "max_tuples": 200}
     second = start_driver(__file__, spec, tmp_path / "second.json")
     try:
         wait_for(
