@@ -6,7 +6,7 @@ A connection has at most one request pending: the next request it sent (pipelini
 once the pending one is answered, so answers go out in order and a client cannot queue more
 than one request here. While a request is pending or a response is partly written, the
 connection is not read; what it sent meanwhile waits in the kernel's buffers. Reads are bounded
-by the reader (host/drpc/http.py): a head of 16 KiB, a body of `drpc.max_buffer_size`.
+by the reader (host/drpc/http_reader.py): a head of 16 KiB, a body of `drpc.max_buffer_size`.
 """
 
 from __future__ import annotations
@@ -16,15 +16,8 @@ import logging
 import socket
 from collections.abc import Callable
 
-from host.drpc.http import (
-    CONTINUE,
-    HttpError,
-    RequestReader,
-    drpc_route,
-    error_response,
-    http_error_response,
-    text_response,
-)
+from host.drpc.http import CONTINUE, drpc_route, error_response, http_error_response, text_response
+from host.drpc.http_reader import HttpError, RequestReader
 from host.drpc.table import Answer, Request, RequestTable
 from host.runtime.loop import EventLoop
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 import os
 
 from host.errors import TopologyError
-from host.topology.builder import build_topology
 from host.topology.linear_drpc import LinearBolt
 from host.topology.linear_drpc import expand as expand_linear
 from host.topology.model import (
@@ -41,6 +40,7 @@ from host.topology.model import (
     Topology,
 )
 from host.topology.raw import RawComponent, RawInput, in_host_part
+from host.topology.raw_to_model import build_topology
 from host.topology.targets import LOCAL, Target
 from host.topology.transactional_check import with_transactional_id
 from host.topology.yaml_text import reject_unknown_keys

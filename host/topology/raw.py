@@ -1,5 +1,5 @@
 """Components as declared (by our YAML or the Python builder), before any check: what
-`host.topology.builder.build_topology` turns into the frozen model, checking each value."""
+`host.topology.raw_to_model.build_topology` turns into the frozen model, checking each value."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The DRPC server's HTTP/1.1 codec (host/drpc/http.py): requests from bytes, routes, responses."""
+"""The DRPC server's HTTP/1.1 codec: requests from bytes (host/drpc/http_reader.py), routes and
+responses (host/drpc/http.py)."""
 
 from __future__ import annotations
 
@@ -9,18 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from host.drpc.http import (
-    CONTINUE,
-    MAX_CHUNK_LINE,
-    MAX_HEAD,
-    HttpError,
-    Request,
-    RequestReader,
-    drpc_route,
-    error_response,
-    http_error_response,
-    text_response,
-)
+from host.drpc.http import CONTINUE, drpc_route, error_response, http_error_response, text_response
+from host.drpc.http_reader import MAX_CHUNK_LINE, MAX_HEAD, HttpError, Request, RequestReader
 
 MAX_BODY = 1 << 20
 
