@@ -77,8 +77,8 @@ def _bad(message: str, status: int = 400) -> HttpError:
 
 def shown(text: str | bytes, limit: int = 80) -> str:
     """Bad input quoted in an error message, cut short: a message stays one short line."""
-    shown = repr(text[:limit])
-    return shown + "..." if len(text) > limit else shown
+    quoted = repr(text[:limit])
+    return quoted + "..." if len(text) > limit else quoted
 
 
 class _Head:
