@@ -18,10 +18,9 @@ from rich.console import Console
 from rich.live import Live
 from rich.logging import RichHandler
 
+from host.observe.batch_panel import batch_section
+from host.observe.component_table import Rates, component_table
 from host.observe.render import (
-    Rates,
-    batch_section,
-    component_table,
     drpc_line,
     failure_block,
     failure_lines,

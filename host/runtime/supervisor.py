@@ -24,34 +24,31 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from host.observe.metrics import ComponentStats, LatencyHistogram
+from host.observe.metrics import LatencyHistogram
 from host.observe.observations import Observations
 from host.observe.snapshot import Snapshot
 from host.runtime import debug_log, stats
 from host.runtime.acker import Acker
 from host.runtime.backpressure import Backpressure
 from host.runtime.bolt_link import BoltLink
-from host.runtime.context import HandshakeCache, assign_tasks
+from host.runtime.context import assign_tasks
 from host.runtime.cpu_isolation import CpuIsolation
 from host.runtime.data_path import DataPath
-from host.runtime.lifecycle import RestartPolicy, State
+from host.runtime.lifecycle import State
 from host.runtime.loop import EventLoop
 from host.runtime.process import Launcher
 from host.runtime.router import Router
+from host.runtime.run_build import build_batches, build_drpc, build_tasks
 from host.runtime.run_length import RunLength
 from host.runtime.shutdown import Shutdown
 from host.runtime.spout_link import SpoutLink
 from host.runtime.supervision import Supervision
-from host.runtime.task import Task
-from host.runtime.task_log import TaskLog
 from host.runtime.task_priority import TaskPriority, nice_for
 from host.runtime.watchdog import ENV as WATCHDOG_ENV
 from host.runtime.watchdog import Watchdog
 from host.topology import settings as cfg
-from host.topology.component_config import component_settings, tick_freq
 from host.topology.model import Topology
 from multilang.messages import Emit
-from multilang.serializers import Serializer, serializer
 
 if TYPE_CHECKING:
     from host.drpc.service import DrpcService
@@ -110,14 +107,30 @@ class Supervisor:
         self.backpressure = Backpressure(topology)
         self.supervision.is_paused = lambda link: self.backpressure.held(link.cid)
         self.shutdown = Shutdown(self.supervision)
-        self.tasks: dict[int, Task] = {}
-        self.spouts: list[SpoutLink] = []
-        # the tasks of each component that runs as processes (DRPC's in-host parts have none)
-        self.by_component: dict[str, list[Task]] = {
-            c.id: [] for c in topology.components if c.in_host is None
-        }
+        self.tasks, self.spouts, self.by_component = build_tasks(
+            topology,
+            settings,
+            self.task_map,
+            self.run_id,
+            self.path,
+            self.observe,
+            self.run_lengths,
+            strict,
+        )
+        if topology.transactional_id is not None:
+            build_batches(topology, settings, self.task_map, self.path, self.tasks)
         self.drpc: DrpcService | None = None
-        self._build_tasks()
+        if topology.drpc_functions:
+            self.drpc = build_drpc(
+                topology,
+                settings,
+                self.task_map,
+                self.path,
+                self.loop,
+                self.observe,
+                self.backpressure.held,
+                self.tasks,
+            )
         # only for real processes, as the CPU isolation: how far they yield the CPU to the host
         self.priority = TaskPriority(
             nice_for(settings.task_nice, len(self.tasks), len(self.cpu.all_cpus))
@@ -136,126 +149,6 @@ class Supervisor:
         self.on_report: Callable[[Snapshot], None] | None = None
         self.report_every = 0.5
         self.last_housekeeping = self.loop.now  # clock time of the last heartbeat round
-
-    def _build_tasks(self) -> None:
-        topology, settings = self.topology, self.settings
-        batch_spout_class: type[SpoutLink] = SpoutLink
-        if topology.transactional_id is not None:
-            from host.batch.spout_link import BatchSpoutLink  # only transactional runs pay
-
-            batch_spout_class = BatchSpoutLink
-        handshakes = HandshakeCache(topology, self.task_map, self.run_id)
-        serializers: dict[str, Serializer] = {}  # shared: they cache per route
-        metrics: dict[str, dict] = {c.id: {} for c in topology.components}
-        for comp in topology.components:
-            if comp.in_host is not None:
-                continue  # built with the DRPC service (`_build_drpc`)
-            own = component_settings(topology, comp)
-            ser = serializers.get(comp.serializer)
-            if ser is None:
-                ser = serializers[comp.serializer] = serializer(comp.serializer)
-            for task_id in self.task_map.tasks_of(comp.id):
-                task_log = TaskLog(f"{comp.id}[{task_id}]", comp.id, task_id, self.observe)
-                task_stats = ComponentStats(tasks=1, metrics=metrics[comp.id])
-                link: BoltLink | SpoutLink
-                if comp.is_spout:
-                    cls = batch_spout_class if comp.batch is not None else SpoutLink
-                    link = cls(
-                        self.path,
-                        comp,
-                        task_id,
-                        ser,
-                        task_stats,
-                        task_log,
-                        max_pending=own.max_spout_pending,
-                        # --strict: Storm's exchange, one command at a time, for every spout
-                        pipelining=False
-                        if self.strict
-                        else (
-                            settings.spout_pipelining
-                            if comp.pipelining is None
-                            else comp.pipelining
-                        ),
-                        next_depth=settings.spout_next_depth,
-                        ack_batch=settings.spout_ack_batch,
-                        idle_max_sleep=settings.spout_idle_max_sleep_secs,
-                    )
-                    self.spouts.append(link)
-                else:
-                    link = BoltLink(
-                        self.path,
-                        comp,
-                        task_id,
-                        ser,
-                        task_stats,
-                        task_log,
-                        max_in_flight=settings.bolt_max_in_flight,
-                        max_queued=settings.shellbolt_max_pending,
-                        tick_freq=tick_freq(topology, comp),
-                    )
-                    link.run_length = self.run_lengths.get(comp.id)
-                policy = RestartPolicy(
-                    settings.restart_backoff_initial_secs,
-                    settings.restart_backoff_max_secs,
-                    settings.restart_max,
-                    settings.restart_window_secs,
-                )
-                task = Task(
-                    link, policy, handshakes.conf(comp.id), handshakes.context(comp.id, task_id)
-                )
-                self.path.links[task_id] = link
-                self.tasks[task_id] = task
-                self.by_component[comp.id].append(task)
-        if topology.transactional_id is not None:
-            self._build_batches()
-        if topology.drpc_functions:
-            self._build_drpc()
-
-    def _build_batches(self) -> None:
-        """The batch layer of a transactional topology (host/batch/layer.py), and the `batch` key
-        of its batch components' handshake context."""
-        from host.batch.layer import BatchLayer
-
-        topology, settings = self.topology, self.settings
-        tid = topology.transactional_id
-        assert tid is not None
-        spout = next(c for c in topology.components if c.batch == "spout")
-        layer = BatchLayer(
-            topology,
-            self.path,
-            self.task_map.tasks_of,
-            os.path.join(cfg.state_dir(settings), "transactional", tid),
-            max_open=component_settings(topology, spout).max_spout_pending or 1,
-            timeout_secs=settings.message_timeout_secs,
-            idle_max_sleep=settings.batch_idle_max_sleep_secs,
-        )
-        self.path.batches = layer
-        for task in self.tasks.values():
-            extra = layer.context(task.link.cid)
-            if extra is not None:
-                task.context["batch"] = extra
-
-    def _build_drpc(self) -> None:
-        """The DRPC server, the request table and the in-host DRPC tasks (docs/drpc.md); for a
-        linear DRPC topology also its request layer, and the `batch` key of its finish-batch
-        bolts' handshake context."""
-        from host.drpc.service import DrpcService  # only DRPC runs pay
-
-        drpc = self.drpc = DrpcService(
-            self.topology,
-            self.path,
-            self.loop,
-            self.settings,
-            self.task_map.tasks_of,
-            self.observe,
-            self.backpressure.held,
-        )
-        if drpc.linear is not None:
-            self.path.batches = drpc.linear
-            extra = drpc.linear.context()
-            for task in self.tasks.values():
-                if task.link.component.batch is not None:
-                    task.context["batch"] = extra
 
     # -- taps and figures ------------------------------------------------------------------------
     @property

@@ -1,4 +1,4 @@
-"""host.observe.render and host.observe.view with a transactional topology's `batches` section
+"""host.observe.batch_panel, render and view with a transactional topology's `batches` section
 (docs/transactional.md §6): the live view, the plain line, the summary, from made-up snapshots
 that fit host.observe.snapshot's schema; and the same snapshot without the section draws as
 before."""
@@ -12,16 +12,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
 
-from host.observe.render import (
+from host.observe.batch_panel import (
     OPEN_BATCH_ROWS,
     RECENT_BATCH_ROWS,
-    Rates,
     batch_line,
     batch_section,
-    live_renderable,
-    plain_line,
-    summary_lines,
 )
+from host.observe.component_table import Rates
+from host.observe.render import live_renderable, plain_line, summary_lines
 from host.observe.snapshot import BatchStats, Snapshot
 from host.observe.view import LiveView
 from tests.support.batch_snapshot import batches

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from host.observe.render import component_table, plain_line, summary_lines
+from host.observe.component_table import component_table
+from host.observe.render import plain_line, summary_lines
 from host.observe.view import Rates
 from host.runtime.lifecycle import State
 from host.runtime.supervisor import Supervisor

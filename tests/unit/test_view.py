@@ -1,6 +1,7 @@
-"""host.observe.render and host.observe.view: the sparkline, the rates, the component table, log
-lines and failure blocks, and the live / plain / quiet modes, rendered to strings (rich Console
-with record=True or StringIO), from made-up snapshots that fit host.observe.snapshot's schema."""
+"""host.observe.render, component_table and view: the sparkline, the rates, the component
+table, log lines and failure blocks, and the live / plain / quiet modes, rendered to strings (rich
+Console with record=True or StringIO), from made-up snapshots that fit host.observe.snapshot's
+schema."""
 
 from __future__ import annotations
 
@@ -9,16 +10,13 @@ from typing import Any
 
 from rich.console import Console
 
+from host.observe.component_table import BARS, Rates, component_table, sparkline
 from host.observe.render import (
-    BARS,
-    Rates,
-    component_table,
     failure_lines,
     live_renderable,
     log_lines,
     metric_lines,
     plain_line,
-    sparkline,
 )
 from host.observe.snapshot import Snapshot
 from host.observe.view import LiveView
