@@ -15,7 +15,7 @@ import click
 
 from host.component_command import test_component as test_component_command
 from host.drpc.command import drpc as drpc_command
-from host.errors import TopologyError
+from host.errors import EXIT_RUNTIME, EXIT_TOPOLOGY, TopologyError
 from host.spark.command import spark as spark_command
 from host.topology.drpc_info import drpc_lines
 
@@ -25,7 +25,6 @@ if TYPE_CHECKING:  # imported where used: `python -m host validate` starts no ru
     from host.observe.web.server import WebUI
     from host.topology.model import Topology
 
-EXIT_OK, EXIT_RUNTIME, EXIT_TOPOLOGY = 0, 1, 2
 
 _Command = TypeVar("_Command", bound=Callable[..., Any])
 

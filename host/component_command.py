@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-EXIT_OK, EXIT_RUNTIME, EXIT_TOPOLOGY = 0, 1, 2
+from host.errors import EXIT_OK, EXIT_RUNTIME, EXIT_TOPOLOGY
 
 
 @click.command(

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+# the commands' exit codes (`python -m host local`, `spark`, `test-component`): a topology that
+# cannot run is refused with 2 before anything starts; a run that failed exits 1
+EXIT_OK, EXIT_RUNTIME, EXIT_TOPOLOGY = 0, 1, 2
+
 
 class HostError(Exception):
     """Base of every error the host reports to the user."""

@@ -11,9 +11,7 @@ import sys
 
 import click
 
-from host.errors import HostError, TopologyError
-
-EXIT_OK, EXIT_RUNTIME, EXIT_TOPOLOGY = 0, 1, 2
+from host.errors import EXIT_OK, EXIT_RUNTIME, EXIT_TOPOLOGY, HostError, TopologyError
 
 
 @click.command("spark")
