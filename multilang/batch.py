@@ -36,11 +36,11 @@ from .batch_spouts import (
     TransactionalSpout,
 )
 from .batch_state import AttemptStates, Batch
-from .client import (
+from .client import Bolt
+from .client_io import (
     _ACK_FRAME,
     _ANCHORED_END,
     _EMIT_END,
-    Bolt,
     Tuple,
     _format_exception,
     _id_json,

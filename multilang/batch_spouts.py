@@ -23,7 +23,7 @@ from typing import Any, NoReturn
 from .batch_component import _BatchComponent
 from .batch_messages import BatchCommit, BatchEmit, BatchInit, Numbered, Tx
 from .batch_state import owned_partitions, task_index
-from .client import _EMIT_END, _emit_frame, _format_exception, _StartupError
+from .client_io import _EMIT_END, _emit_frame, _format_exception, _StartupError
 from .messages import DEFAULT_STREAM, SpoutCommand
 
 __all__ = [

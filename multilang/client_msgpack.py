@@ -1,8 +1,8 @@
 """The Python client's MessagePack side (docs/protocol.md §11): what a component built on
 `multilang.client` speaks when the host runs it with `serializer: msgpack`.
 
-No flag is needed in the component: `client._Component._handshake` looks at the first byte the
-host writes (`client.detect_serializer`), and for msgpack switches the instance to `msgpack_class(type(self))`, a
+No flag is needed in the component: `component._Component._handshake` looks at the first byte the
+host writes (`client_io.detect_serializer`), and for msgpack switches the instance to `msgpack_class(type(self))`, a
 subclass made once per class that overrides only how messages are written and read. The JSON
 code paths are not touched, so they cost nothing more for this.
 
@@ -20,12 +20,9 @@ from typing import Any
 
 import msgpack
 
-from .client import (
-    Bolt,
-    Spout,
-    _Component,
-)
+from .client import Bolt, Spout
 from .codec import DEFAULT_MAX_FRAME, EncodeError, ProtocolError, shorten
+from .component import _Component
 from .host_decoding import host_message
 from .messages import (
     DEFAULT_STREAM,
@@ -110,7 +107,7 @@ def _no_json(value: Any) -> None:
 
 
 class _MsgpackBolt(Bolt):
-    """Bolt writing msgpack: only the framing differs (client._Component._pack)."""
+    """Bolt writing msgpack: only the framing differs (component._Component._pack)."""
 
     _sync_frame = _SYNC
     _tuple_id_json = staticmethod(_no_json)

@@ -35,7 +35,8 @@ import pyarrow.fs as pafs
 
 from multilang import WARN, TransactionalSpout, Tx
 from multilang.batch_messages import Numbered
-from multilang.client import _Component, _StartupError
+from multilang.client_io import _StartupError
+from multilang.component import _Component
 
 from . import checkpoint as ckpt
 from .checkpoint import Checkpoint

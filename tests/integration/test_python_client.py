@@ -769,7 +769,7 @@ Slow().run()
 def test_a_long_read_is_answered_in_parts(tmp_path):
     # with more than FLUSH_EVERY tuples in one read, the first acks are written while the rest
     # are still being processed (the host acks and routes them meanwhile), not after the last
-    from multilang.client import FLUSH_EVERY
+    from multilang.client_io import FLUSH_EVERY
     from multilang.codec import encode
     from multilang.messages import TupleMessage
 

@@ -12,7 +12,7 @@ import pytest
 from components.kafka_bolt.bolt import ConfigError, from_base64, from_conf
 from components.kafka_spout.translate import translator
 from multilang import BasicBolt, Spout
-from multilang.client import detect_serializer
+from multilang.client_io import detect_serializer
 from multilang.client_msgpack import MsgpackHostDecoder, msgpack_class, pack
 from multilang.codec import EncodeError, ProtocolError, dumps, encode, values_json
 from multilang.messages import Emit, Handshake, Log, SpoutCommand, TaskIds, TupleMessage

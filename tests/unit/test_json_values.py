@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from multilang import client, codec
+from multilang import client_io, codec
 
 pure = os.environ.get("MULTILANG_PURE_PYTHON", "") not in ("", "0")
 quick = codec.quick_values_json
@@ -97,13 +97,13 @@ def test_keeps_no_reference():
 
 
 @needs_c
-@given(st.lists(PLAIN, max_size=6), st.sampled_from([client._EMIT_END, b',"anchors":["7"]}']))
+@given(st.lists(PLAIN, max_size=6), st.sampled_from([client_io._EMIT_END, b',"anchors":["7"]}']))
 def test_the_client_writes_the_same_emit_frame_either_way(values, end):
-    with_c = client._emit_frame(values, end)
-    saved = client.quick_values_json
-    client.quick_values_json = None
+    with_c = client_io._emit_frame(values, end)
+    saved = client_io.quick_values_json
+    client_io.quick_values_json = None
     try:
-        without = client._emit_frame(values, end)
+        without = client_io._emit_frame(values, end)
     finally:
-        client.quick_values_json = saved
+        client_io.quick_values_json = saved
     assert with_c == without

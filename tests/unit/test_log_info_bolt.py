@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from components.storm_builtins.java_text import java_double, java_string
 from components.storm_builtins.log_info_bolt import describe
-from multilang.client import Tuple
+from multilang.client_io import Tuple
 
 GOLDEN = Path(__file__).parent / "java" / "double_tostring.txt"
 
