@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from .batch_messages import BatchHostDecoder
+from .client_base import _Component
 from .client_io import _StartupError
-from .component import _Component
 from .messages import BATCH_EXT, PIPELINE_EXT
 
 NO_BATCH_HOST = "batch components need a host that speaks batch/1"

@@ -19,7 +19,7 @@ This module holds the classes user code subclasses, `Bolt`, `BasicBolt` and `Spo
 re-exports what user code imports beside them: `Tuple` and `detect_serializer`
 (multilang/client_io.py), `EncodeError` (multilang.codec) and the log levels. Their base class
 and what it does around the hooks, the I/O contract, `print()` and `logging` going to the host's
-log, JSON or msgpack, is in multilang/component.py, whose docstring describes it.
+log, JSON or msgpack, is in multilang/client_base.py, whose docstring describes it.
 
 Not thread-safe: call emit/ack/fail/log only from the thread that runs `run()` (typically from
 inside the hooks). Records logged through `logging` by other threads go to stderr, not to the
@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from .client_base import _Component
 from .client_io import (
     _ACK_FRAME,
     _ANCHORED_END,
@@ -45,7 +46,6 @@ from .client_io import (
     tuple_id,
 )
 from .codec import EncodeError
-from .component import _Component
 from .messages import (
     DEBUG,
     DEFAULT_STREAM,

@@ -3,7 +3,7 @@ constants and the preformatted JSON frames of the data path, `detect_serializer`
 `Tuple`, the stand-in for sys.stdout, and the exceptions that end start-up and input.
 
 `READ_SIZE`, `FLUSH_EVERY` and `FLUSH_SECS` size the I/O contract described in
-multilang/component.py. The frames are written by `multilang.client`'s Bolt and Spout and by the
+multilang/client_base.py. The frames are written by `multilang.client`'s Bolt and Spout and by the
 batch components (multilang/batch.py, multilang/batch_spouts.py).
 """
 
@@ -24,7 +24,7 @@ from .codec import (
 from .messages import INFO, TupleMessage
 
 if TYPE_CHECKING:
-    from .component import _Component
+    from .client_base import _Component
 
 READ_SIZE = 64 * 1024  # the Linux pipe capacity: one read drains a full pipe
 FLUSH_EVERY = 100  # input messages handled between writes when a read brings more
@@ -32,7 +32,7 @@ FLUSH_SECS = 0.05  # ... and the longest we keep output back while handling them
 SYNC_FRAME = frame(dumps({"command": "sync"}))
 # The data path's frames are put together from these constant parts and the JSON of the values
 # and ids: a dict and a dumps call per frame cost more than the rest of the emit. The keys and
-# values are those the dicts of the general path give (see component.py's _send_emit).
+# values are those the dicts of the general path give (see client_base.py's _send_emit).
 _EMIT_HEAD = b'{"command":"emit","tuple":'
 _EMIT_END = b',"need_task_ids":false}\nend\n'
 _ANCHORED_END = b',"anchors":[%b],"need_task_ids":false}\nend\n'

@@ -21,8 +21,8 @@ from typing import Any
 import msgpack
 
 from .client import Bolt, Spout
+from .client_base import _Component
 from .codec import DEFAULT_MAX_FRAME, EncodeError, ProtocolError, shorten
-from .component import _Component
 from .host_decoding import host_message
 from .messages import (
     DEFAULT_STREAM,

@@ -1,6 +1,6 @@
 """Python `logging` into the host's log: the handler the Python client installs while it runs.
 
-`multilang.component` adds a `HostLogHandler` to the root logger once the handshake is done, so that
+`multilang.client_base` adds a `HostLogHandler` to the root logger once the handshake is done, so that
 `logging.getLogger(__name__).info("...")` anywhere in a component reaches the host's log as a
 Storm `log` command at the matching level, as it does with pystorm. The loggers' own levels
 decide what is sent; the root logger is set to INFO unless the component configured logging

@@ -82,7 +82,7 @@ class KafkaSpout(Spout):
             {"topologyId": conf.get("storm.id", ""), "taskId": self.task_id, "threadName": "main"}
         )
         self.storm_id = conf.get("storm.id", "")
-        # raw bytes only where the pipe carries them: msgpack (component.py's `serializer`)
+        # raw bytes only where the pipe carries them: msgpack (client_base.py's `serializer`)
         self.translate = translator(
             cfg.translator, cfg.encoding, cfg.json_fields, raw_bytes=self.serializer == "msgpack"
         )

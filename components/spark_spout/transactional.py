@@ -35,8 +35,8 @@ import pyarrow.fs as pafs
 
 from multilang import WARN, TransactionalSpout, Tx
 from multilang.batch_messages import Numbered
+from multilang.client_base import _Component
 from multilang.client_io import _StartupError
-from multilang.component import _Component
 
 from . import checkpoint as ckpt
 from .checkpoint import Checkpoint
