@@ -402,6 +402,111 @@ def test_zookeeper_holds_only_committed_micro_batches_and_a_restart_replays_its_
     ]
 
 
+def two_spouts_flux(cases: dict[str, Case]) -> str:
+    """A Flux file with one storm-kafka spout per case (spout id -> case), each with its own
+    ZkHosts (the case's chroot), topic and zkRoot, all into `store` (GLOBAL)."""
+    configs, spouts, streams = [], [], []
+    for spout, c in cases.items():
+        configs.append(
+            f"""\
+  - id: "zkHosts-{spout}"
+    className: "org.apache.storm.kafka.ZkHosts"
+    constructorArgs:
+      - "{c.zookeeper.connect}{c.chroot}"
+  - id: "spoutConfig-{spout}"
+    className: "org.apache.storm.kafka.SpoutConfig"
+    constructorArgs:
+      - ref: "zkHosts-{spout}"
+      - "{c.topic}"
+      - "{c.zk_root}"
+      - "reader"
+    properties:
+      - name: "scheme"
+        ref: "stringMultiScheme"
+"""
+        )
+        spouts.append(
+            f"""\
+  - id: "{spout}"
+    className: "org.apache.storm.kafka.KafkaSpout"
+    parallelism: 2
+    constructorArgs:
+      - ref: "spoutConfig-{spout}"
+"""
+        )
+        streams.append(
+            f"""\
+  - name: "{spout} --> store"
+    from: "{spout}"
+    to: "store"
+    grouping:
+      type: GLOBAL
+"""
+        )
+    return f"""\
+name: "{NAME}"
+
+components:
+  - id: "stringScheme"
+    className: "org.apache.storm.kafka.StringScheme"
+  - id: "stringMultiScheme"
+    className: "org.apache.storm.spout.SchemeAsMultiScheme"
+    constructorArgs:
+      - ref: "stringScheme"
+{"".join(configs)}
+config:
+  host.spark.kafka.batch.max.records: {BATCH}
+
+spouts:
+{"".join(spouts)}
+bolts:
+{STORE}
+
+streams:
+{"".join(streams)}"""
+
+
+def test_two_storm_kafka_spouts_each_keep_their_state_and_their_nodes(
+    tmp_path, kafka_broker, zookeeper
+):
+    """Two storm-kafka spouts in one topology (docs/spark.md §4.9): each micro-batch one batch of
+    each, each spout's batch state in a directory of its own, and its ends written to its own
+    nodes once the micro-batch has committed."""
+    cases = {
+        "lines-a": Case(tmp_path / "a", kafka_broker.bootstrap, zookeeper),
+        "lines-b": Case(tmp_path / "b", kafka_broker.bootstrap, zookeeper),
+    }
+    try:
+        # 25 records a partition a micro-batch: a's [0, 25) [25, 30), b's [0, 25) [25, 40)
+        ends = {"lines-a": cases["lines-a"].produce({0: 0, 1: 0}, 30)}
+        ends["lines-b"] = cases["lines-b"].produce({0: 0, 1: 0}, 40)
+        assert all(c.offsets() == {0: None, 1: None} for c in cases.values())
+        flux = tmp_path / "topology.yaml"
+        flux.write_text(two_spouts_flux(cases))
+        checkpoint, db = tmp_path / "checkpoint", tmp_path / "out.db"
+        spec = {
+            "topology": str(flux),
+            "checkpoint": str(checkpoint),
+            "db": str(db),
+            "max_batches": 2,
+        }
+        run_driver(spec, tmp_path / "spec.json")
+        # the two topics' values are alike ("p0-000"...): every record once is the multiset
+        want = values({0: (0, 30), 1: (0, 30)}) + values({0: (0, 40), 1: (0, 40)})
+        assert stored(db) == sorted(want), "every record of both topics once"
+        assert audit(db) == [(1, 1, 100), (2, 1, 40)], "each txid one batch of each spout"
+        instance = (checkpoint / INSTANCE_FILE).read_text().strip()
+        for spout, c in cases.items():
+            assert [c.node(p) for p in range(PARTITIONS)] == [
+                c.storm_kafka_node(p, end, instance) for p, end in ends[spout].items()
+            ], spout
+            own = checkpoint / "batches" / "sources" / spout
+            assert (own / "coordinator" / "currtx").read_text().strip() == "3"
+    finally:
+        for c in cases.values():
+            c.close()
+
+
 def test_ignore_zk_offsets_ignores_another_instances_offsets_on_a_new_checkpoint(tmp_path, case):
     """storm-kafka's ignoreZkOffsets: offsets another topology instance stored are ignored (a
     Spark checkpoint is one instance), so the run starts at startOffsetTime (EarliestTime)."""
