@@ -46,20 +46,27 @@ def source_root(state_root: str, spout: str, alone: bool) -> str:
 
 
 class BatchOpener:
-    def __init__(self, topology: Topology, spout: str, state_root: str, run_id: str) -> None:
+    def __init__(
+        self, topology: Topology, spout: str, state_root: str, run_id: str, max_failures: int = 3
+    ) -> None:
         self.topology = topology
         self.spout = spout
         self.root = state_root
         self.run_id = run_id
         self.tasks = assign_tasks(topology).tasks_of(spout)
+        # coordinator processes that may break in a row before the run ends: the engine's
+        # --max-restarts, as a query whose source's coordinator breaks is restarted that often
+        self.max_failures = max_failures
+        self.failures = 0
         self._coordinator: BatchSpoutProcess | None = None
 
     def open(self, txid: int) -> bool:
         """Store txid's metadata (kept when stored already: a restarted driver re-opens the
         txid it stored and never staged). False when the coordinator is not ready, or broke
         (logged; a new process is started at the next call, as `host local` restarts a task).
-        A TopologyError (a spout that numbers its own batches) is for the caller to end the
-        run with."""
+        ComponentFailed once it broke more than `max_failures` times in a row, and a
+        TopologyError (a spout that numbers its own batches): for the caller to end the run
+        with."""
         coordinator = self._coordinator
         if coordinator is None:
             coordinator = self._coordinator = BatchSpoutProcess(
@@ -70,11 +77,16 @@ class BatchOpener:
                 run_id=self.run_id,
             )
         try:
-            return open_txid(self.root, self.spout, coordinator, txid)
+            opened = open_txid(self.root, self.spout, coordinator, txid)
         except ComponentFailed as exc:
-            log.error("%s; txid %d waits for the next coordinator process", exc, txid)
             self.close()
+            self.failures += 1
+            if self.failures > self.max_failures:
+                raise
+            log.error("%s; txid %d waits for the next coordinator process", exc, txid)
             return False
+        self.failures = 0
+        return opened
 
     def close(self) -> None:
         if self._coordinator is not None:

@@ -201,7 +201,7 @@ class SparkEngine:
         # beside batch spouts as its share of their batches, which the stager opens together
         # (host/spark/batch_opener.py), as it does for several batch spouts alone
         openers = [
-            BatchOpener(plan.topology, s.id, self.states.roots[s.id], self.run_id)
+            BatchOpener(plan.topology, s.id, self.states.roots[s.id], self.run_id, max_restarts)
             for s in self.batch_spouts
         ]
         self.staged = (

@@ -156,7 +156,8 @@ class StagedSpouts:
         self.shared_root = len(self.openers) == 1 and self.openers[0].root == state_root
         self.failure: BaseException | None = None  # what ended the stager; the engine stops
         self.spouts = tuple(spouts)
-        self.name = ", ".join(s.id for s in self.spouts)  # for the log
+        # for the log
+        self.name = ", ".join([s.id for s in self.spouts] + [o.spout for o in self.openers])
         self.staged_root = os.path.join(checkpoint, STAGED_SUBDIR)
         self.state_root = state_root
         self.trigger_secs = trigger_secs

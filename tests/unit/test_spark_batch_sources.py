@@ -225,3 +225,23 @@ def test_a_batch_spout_that_fails_the_opening_stops_the_stager_for_the_engine(
         assert meta_record(str(state), 1) is None  # nothing handed to Spark
     finally:
         staged.close()
+
+
+def test_a_coordinator_that_keeps_breaking_ends_the_run_after_max_failures(tmp_path: Path) -> None:
+    """A coordinator process that breaks is started again at the next opening, as `host local`
+    restarts a task; one that breaks more than `max_failures` times in a row ends the run (the
+    engine's --max-restarts), rather than the plain spouts waiting for it forever."""
+    from host.spark.batch_opener import BatchOpener
+    from host.spark.component_process import ComponentFailed
+
+    p = with_kafka_as_batch_spouts(plan(topology(kafka("a", "a"))), "/unused")
+    broken = dataclasses.replace(
+        p.topology.component("a"), command=("python", "-c", "raise SystemExit(3)")
+    )
+    t = dataclasses.replace(p.topology, components=(broken, *p.topology.components[1:]))
+    state = str(tmp_path / "batches")
+    opener = BatchOpener(t, "a", state, "run", max_failures=2)
+    assert [opener.open(1), opener.open(1)] == [False, False]  # each time a new process
+    with pytest.raises(ComponentFailed, match="exit"):
+        opener.open(1)
+    assert meta_record(state, 1) is None
