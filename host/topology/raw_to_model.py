@@ -98,13 +98,7 @@ def _first_pass(raw: RawComponent, base: Path, file: str | None) -> _FirstPass:
         raw.command, raw.outputs, raw.config = expand_kafka(
             raw.kind, raw.kafka, raw.config, raw.outputs, file=file, component=component_id
         )
-    if raw.config is not None and not isinstance(raw.config, dict):
-        raise TopologyError(
-            "config must be a mapping of keys to values",
-            file=file,
-            component=component_id,
-            key="config",
-        )
+    _check_config_mapping(raw, component_id, file)
     return _FirstPass(
         id=component_id,
         command=check_command(raw.command, file=file, component=component_id),
@@ -114,6 +108,16 @@ def _first_pass(raw: RawComponent, base: Path, file: str | None) -> _FirstPass:
         cwd=_cwd(raw.cwd, base, file=file, component=component_id),
         env=check_env(raw.env, file=file, component=component_id),
     )
+
+
+def _check_config_mapping(raw: RawComponent, component_id: str, file: str | None) -> None:
+    if raw.config is not None and not isinstance(raw.config, dict):
+        raise TopologyError(
+            "config must be a mapping of keys to values",
+            file=file,
+            component=component_id,
+            key="config",
+        )
 
 
 def _in_host_first_pass(
@@ -127,13 +131,7 @@ def _in_host_first_pass(
         check_function(
             raw.drpc_function, file=file, component=component_id, key=FUNCTION_KEYS[role]
         )
-    if raw.config is not None and not isinstance(raw.config, dict):
-        raise TopologyError(
-            "config must be a mapping of keys to values",
-            file=file,
-            component=component_id,
-            key="config",
-        )
+    _check_config_mapping(raw, component_id, file)
     return _FirstPass(
         id=component_id,
         command=(),

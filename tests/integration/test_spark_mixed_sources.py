@@ -155,9 +155,19 @@ def check_groups(bootstrap: str, topics: dict[str, tuple[str, dict]]) -> None:
         assert committed(bootstrap, f"{topic}-group", topic, PARTITIONS) == ends, topic
 
 
-def all_done(base: Path, ends: dict[str, dict[int, int]], ids: int) -> bool:
-    records = sum(sum(e.values()) for e in ends.values())
-    return len(stored(base / "out.db")) >= records + ids and len(ledger(base, "py")[0]) >= ids
+def all_done(base: Path, bootstrap: str, topics: dict[str, tuple[str, dict]], ids: int) -> bool:
+    """Every record and id stored, the ids acked, and every group committed to its topic's end:
+    a txid's acks and Kafka commits come after its committer stored it, and a stop asked for
+    between the two leaves that txid uncommitted (replayed by the next run), rightly."""
+    records = sum(sum(e.values()) for _, e in topics.values())
+    return (
+        len(stored(base / "out.db")) >= records + ids
+        and len(ledger(base, "py")[0]) >= ids
+        and all(
+            committed(bootstrap, f"{topic}-group", topic, PARTITIONS) == ends
+            for topic, ends in topics.values()
+        )
+    )
 
 
 def kafka_ranges(state: Path, txid: int) -> set[tuple[int, int]]:
@@ -176,7 +186,8 @@ def run_until_done(
     tmp_path: Path,
     base: Path,
     topology: Path,
-    ends: dict[str, dict[int, int]],
+    bootstrap: str,
+    topics: dict[str, tuple[str, dict]],
     ids: int,
     *,
     max_tuples: int = 150,
@@ -188,7 +199,11 @@ def run_until_done(
     spec = {"topology": str(topology), "checkpoint": checkpoint, "max_tuples": max_tuples}
     proc = start_driver(__file__, spec, tmp_path / name)
     try:
-        wait_for(lambda: all_done(base, ends, ids), proc, "every record and id stored, ids acked")
+        wait_for(
+            lambda: all_done(base, bootstrap, topics, ids),
+            proc,
+            "every record and id stored, ids acked, offsets committed",
+        )
     except BaseException:
         kill(proc)
         raise
@@ -216,7 +231,7 @@ def run_mixed(
     ends = {spout: e for spout, (_, e) in topics.items()}
     base = tmp_path / "run"
     topology = make_topology(base, bootstrap, {s: t for s, (t, _) in topics.items()}, ids)
-    result = result_of(run_until_done(tmp_path, base, topology, ends, ids))
+    result = result_of(run_until_done(tmp_path, base, topology, bootstrap, topics, ids))
     assert (result["restarts"], result["acked"]) == (0, ids)
     rows = check_each_once(base / "out.db", ends, ids)
     check_py_acks(base, ids)
@@ -277,7 +292,9 @@ def test_driver_killed_with_a_mixed_batch_staged_replays_it_whole(
     assert not set(staged) & {(s, i) for s, i, _, _ in stored(db)}
     # the restart: txid comes back whole, the same Kafka ranges and the staged plain tuples
     make_topology(base, bs, names, ids)  # the committer without its fault
-    out = run_until_done(tmp_path, base, faulty, ends, ids, max_tuples=200, name="second.json")
+    out = run_until_done(
+        tmp_path, base, faulty, bs, topics, ids, max_tuples=200, name="second.json"
+    )
     assert f"txid {txid}: staged by an earlier run, replayed" in out
     rows = check_each_once(db, ends, ids)
     again = [(s, i) for s, i, _, x in rows if x == txid]
@@ -304,7 +321,7 @@ def test_two_kafka_spouts_alone_resume_a_killed_driver_with_the_same_ranges(
     ranges = {spout: kafka_ranges(sources / spout, txid) for spout in names}
     assert all(ranges.values()), "the crashing txid holds records of both spouts"
     make_topology(base, bs, names, 0)
-    run_until_done(tmp_path, base, faulty, ends, 0, max_tuples=200, name="second.json")
+    run_until_done(tmp_path, base, faulty, bs, topics, 0, max_tuples=200, name="second.json")
     rows = check_each_once(db, ends, 0)
     for spout in names:
         again = {divmod(i, PER_PARTITION) for s, i, _, x in rows if s == spout and x == txid}
