@@ -98,19 +98,20 @@ def _first_pass(raw: RawComponent, base: Path, file: str | None) -> _FirstPass:
         raw.command, raw.outputs, raw.config = expand_kafka(
             raw.kind, raw.kafka, raw.config, raw.outputs, file=file, component=component_id
         )
-    _check_config_mapping(raw, component_id, file)
+    config = _config_copy(raw, component_id, file)  # checked first, as it always was
     return _FirstPass(
         id=component_id,
         command=check_command(raw.command, file=file, component=component_id),
         outputs=_outputs(raw.outputs, file=file, component=component_id),
         inputs=tuple(_input(i, file=file, component=component_id) for i in raw.inputs),
-        config=copy.deepcopy(raw.config or {}),
+        config=config,
         cwd=_cwd(raw.cwd, base, file=file, component=component_id),
         env=check_env(raw.env, file=file, component=component_id),
     )
 
 
-def _check_config_mapping(raw: RawComponent, component_id: str, file: str | None) -> None:
+def _config_copy(raw: RawComponent, component_id: str, file: str | None) -> dict[str, object]:
+    """The component's config, a copy of its own (empty when it declares none)."""
     if raw.config is not None and not isinstance(raw.config, dict):
         raise TopologyError(
             "config must be a mapping of keys to values",
@@ -118,6 +119,7 @@ def _check_config_mapping(raw: RawComponent, component_id: str, file: str | None
             component=component_id,
             key="config",
         )
+    return copy.deepcopy(raw.config or {})
 
 
 def _in_host_first_pass(
@@ -131,13 +133,13 @@ def _in_host_first_pass(
         check_function(
             raw.drpc_function, file=file, component=component_id, key=FUNCTION_KEYS[role]
         )
-    _check_config_mapping(raw, component_id, file)
+    config = _config_copy(raw, component_id, file)  # checked first, as it always was
     return _FirstPass(
         id=component_id,
         command=(),
         outputs=dict(IN_HOST_OUTPUTS[role]),
         inputs=tuple(_input(i, file=file, component=component_id) for i in raw.inputs),
-        config=copy.deepcopy(raw.config or {}),
+        config=config,
         cwd=str(base),  # an absolute directory, as every component's; it runs in none
         env={},
     )
