@@ -41,6 +41,7 @@ from host.runtime.process import Child, Launcher, child_environment, describe_ex
 from host.runtime.router import Router
 from host.spark.component_process import ComponentFailed, Tx
 from host.spark.process_end import end_gently, kill_now, release
+from host.spark.shipping import launch_dir
 from host.spark.stderr_tags import LOG_LEVELS, TaggedLog
 from host.topology.component_config import component_settings
 from host.topology.model import BATCH_SPOUT, Topology
@@ -167,7 +168,8 @@ class BatchSpoutProcess:
         comp = self.component
         self.pid_dir = tempfile.mkdtemp(prefix=f"multilang-spark-{comp.id}-")
         try:
-            child = self.launcher.start(list(comp.command), comp.cwd, child_environment(comp))
+            cwd = launch_dir(comp.cwd)  # a cluster's executor: the shipped copy
+            child = self.launcher.start(list(comp.command), cwd, child_environment(comp))
         except OSError as exc:
             os.rmdir(self.pid_dir)
             raise ComponentFailed(

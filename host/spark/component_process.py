@@ -62,6 +62,7 @@ from host.spark.bolt_input import BoltInput, InputTuple
 from host.spark.bolt_output import BoltOutput, PlainEmits
 from host.spark.pending_tuples import HEARTBEAT_SECS, PendingTuples
 from host.spark.process_end import end_gently, kill_now, release
+from host.spark.shipping import launch_dir
 from host.spark.stderr_tags import TaggedLog
 from host.spark.ticks import TickSchedule
 from host.topology.component_config import component_settings, tick_freq
@@ -253,7 +254,8 @@ class ComponentProcess(BoltInput, BoltOutput):
         try:
             if self._own_pid_dir:
                 self.pid_dir = tempfile.mkdtemp(prefix=f"multilang-spark-{comp.id}-")
-            child = self.launcher.start(list(comp.command), comp.cwd, child_environment(comp))
+            cwd = launch_dir(comp.cwd)  # a cluster's executor: the shipped copy
+            child = self.launcher.start(list(comp.command), cwd, child_environment(comp))
         except OSError as exc:
             self.broken = True
             if self._own_pid_dir and self.pid_dir:

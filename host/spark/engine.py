@@ -31,7 +31,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import signal
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -53,6 +55,8 @@ from host.spark.plan import (
     Plan,
     Stage,
 )
+from host.spark.session_settings import MASTER_KEY, check_pyspark, spark_settings
+from host.spark.shipping import Packed, pack_directories, ships
 from host.spark.source import (
     SOURCE_NAME,
     BatchSpoutSource,
@@ -70,9 +74,6 @@ from host.topology import settings as cfg
 
 log = logging.getLogger("host.spark")
 
-DEFAULT_MASTER = "local[*]"
-MASTER_KEY = "spark.master"
-SPARK_OWN_KEYS = "spark.spout."  # the Spark spout's settings, not Spark's
 STATE_SUBDIR = "batches"  # <checkpoint>/batches: the transactional state (host local's layout)
 QUERY_SUBDIR = "query"  # <checkpoint>/query: Spark's own checkpoint of the query
 POLL_SECS = 0.2
@@ -81,7 +82,6 @@ STREAMING = "org.apache.spark.sql.execution.streaming.runtime."
 QUIET_AT_START = {STREAMING + "ProcessingTimeExecutor": "ERROR"}
 # the query's end by our own StopRequested is logged as an error with a traceback: it is not one
 QUIET_AT_STOP = {STREAMING + "MicroBatchExecution": "OFF", STREAMING + "StreamExecution": "OFF"}
-MIN_PYSPARK = (4, 2)  # DataSourceStreamReader.latestOffset(start, limit)
 
 
 class EngineFailed(HostError):
@@ -118,40 +118,13 @@ def check_supported(plan: Plan) -> Stage:
     return next((s for s in spouts if s.role != DRIVER_SPOUT), spouts[0])
 
 
-KILL_TIMEOUT_KEY, KILL_TIMEOUT = "spark.python.task.killTimeout", "200ms"
 STOP_WAIT_SECS = 30.0  # the longest a stop waits for Spark's own query.stop() / spark.stop()
-
-
-def spark_settings(plan: Plan, master: str | None) -> dict[str, str]:
-    """The topology's `spark.*` config keys (not the Spark spout's `spark.spout.*`); `--master`
-    wins over `spark.master`, which wins over local[*]. A cancelled task's Python worker, and the
-    components it drives, are killed 200 ms after Spark notices the cancel unless the topology
-    says otherwise (Spark's 2 s default leaves them alive up to 4 s: docs/spark.md §4.4)."""
-    out = {KILL_TIMEOUT_KEY: KILL_TIMEOUT}
-    out.update(
-        (k, str(v))
-        for k, v in plan.topology.config.items()
-        if k.startswith("spark.") and not k.startswith(SPARK_OWN_KEYS)
-    )
-    out[MASTER_KEY] = master or out.get(MASTER_KEY) or DEFAULT_MASTER
-    return out
 
 
 def default_checkpoint(plan: Plan) -> str:
     """<host.state.dir>/spark/<topology.transactional.id>."""
     name = plan.transactional_id or plan.topology.name  # a plain spout's topology: its name
     return os.path.join(cfg.state_dir(plan.topology), "spark", name)
-
-
-def check_pyspark() -> None:
-    import pyspark
-
-    version = tuple(int(p) for p in pyspark.__version__.split(".")[:2] if p.isdigit())
-    if version < MIN_PYSPARK:
-        raise HostError(
-            f"the Spark engine needs PySpark {'.'.join(map(str, MIN_PYSPARK))} or later (its "
-            f"streaming Python data source API); this is {pyspark.__version__}"
-        )
 
 
 # ---- the engine -----------------------------------------------------------------------------------
@@ -190,6 +163,11 @@ class SparkEngine:
         self.spark = spark
         self.echo = echo
         self.run_id = f"{plan.topology.name}-spark"
+        # one path per driver process: Spark refuses an archive name added again from another
+        # path, which a session reused by a second run in this process would do
+        self.ship_dir = os.path.join(
+            tempfile.gettempdir(), f"multilang-ship-{os.getuid()}-{os.getpid()}"
+        )
         self.job_group = f"multilang-{plan.transactional_id}-{os.getpid()}"
         self.committed = 0  # micro-batches committed by this engine
         self.skipped = 0
@@ -254,6 +232,25 @@ class SparkEngine:
     def run(self) -> int:
         """Run until max_batches commits or a stop; 0, or raises EngineFailed."""
         check_pyspark()
+        # packed first, so that a directory too big to ship ends the run before anything is
+        # created
+        packed = self._pack_directories()
+        own_session = self.spark is None
+        try:
+            self._prepare_state()
+            if own_session:
+                from components.spark_spout.session import start_session
+
+                name = f"multilang {self.plan.topology.name}"
+                self.spark = start_session(self.settings, name)
+            self._run_session(self.spark, packed, own_session)
+        finally:
+            # a session given to us serves the archives to its executors while it lives
+            if packed and own_session:
+                shutil.rmtree(self.ship_dir, ignore_errors=True)
+        return 0
+
+    def _prepare_state(self) -> None:
         os.makedirs(self.state_root, exist_ok=True)
         if self.batch_spouts:  # the tasks whose batch metadata is stored: the batch spouts'
             self.states.prepare()
@@ -262,14 +259,12 @@ class SparkEngine:
             BatchStore(self.state_root).check_parallelism(
                 ", ".join(s.id for s in spouts), sum(s.partitions for s in spouts)
             )
-        own_session = self.spark is None
-        if own_session:
-            from components.spark_spout.session import start_session
 
-            self.spark = start_session(self.settings, f"multilang {self.plan.topology.name}")
-        spark = self.spark
+    def _run_session(self, spark: Any, packed: list[Packed], own_session: bool) -> None:
         set_log_levels(spark, QUIET_AT_START)
         try:
+            for p in packed:
+                spark.sparkContext.addArchive(p.archive)
             if self.spark_input is not None:
                 self.spark_input.register(spark)
             else:
@@ -283,7 +278,15 @@ class SparkEngine:
             self._close_processes()
             if own_session:
                 bounded(spark.stop, STOP_WAIT_SECS, "stopping Spark", self.echo)
-        return 0
+
+    def _pack_directories(self) -> list[Packed]:
+        """The component directories as archives for the executors, when they are shipped
+        (host/spark/shipping.py, docs/spark.md §6.1)."""
+        topology = self.plan.topology
+        if not ships(topology, self.settings[MASTER_KEY]):
+            return []
+        skip = [self.checkpoint, cfg.state_dir(topology)]
+        return pack_directories(topology, self.ship_dir, skip, self.echo)
 
     def _run_queries(self) -> None:
         in_a_row = 0

@@ -24,11 +24,13 @@ from host.spark.plan import (
     Plan,
     Stage,
 )
+from host.spark.shipping import AUTO, components_in, directories
 from host.spark.spark_input import file_backed
 from host.spark.spout_mix import sources_lines
+from host.topology import settings as cfg
 from host.topology.flux_java import builtin_for_command
 from host.topology.graph import edge_label
-from host.topology.model import PARTIAL_KEY, Input
+from host.topology.model import PARTIAL_KEY, Input, Topology
 from multilang.messages import DEFAULT_STREAM
 
 # what each role means on Spark, said once per stage
@@ -93,9 +95,30 @@ def explain(plan: Plan) -> str:
                 f"  idle micro-batches: one after {idle:g} s with none, while the spouts emit "
                 f"nothing (host.spark.idle.batch.secs), so that ticking bolts get their ticks"
             )
+    lines.extend(_shipping_lines(topology))
     for number, stage in enumerate(plan.stages, 1):
         lines.extend(_stage_lines(number, stage, idle))
     return "\n".join(lines) + "\n"
+
+
+def _shipping_lines(topology: Topology) -> list[str]:
+    """Where the executors find the components' directories (host/spark/shipping.py, docs/spark.md
+    §6.1); the master is not known here, so `auto` is said as a rule."""
+    setting = cfg.settings_for(topology).spark_ship
+    when = {
+        AUTO: "shipped to the executors as archives when the master is not local",
+        True: "shipped to the executors as archives",
+        False: "not shipped: every executor host needs them at these paths",
+    }[setting]
+    dirs = directories(topology)
+    if not dirs:
+        return []
+    named = "; ".join(f"{d} ({', '.join(components_in(topology, d))})" for d in dirs)
+    return [f"  component directories: {named}: {when} ({cfg.SPARK_SHIP}: {_yaml(setting)})"]
+
+
+def _yaml(value: str | bool) -> str:
+    return str(value).lower() if isinstance(value, bool) else value
 
 
 def _stage_lines(number: int, stage: Stage, idle: float | None) -> list[str]:

@@ -71,6 +71,10 @@ SPARK_KAFKA_BATCH_MAX_RECORDS = "host.spark.kafka.batch.max.records"
 # source runs an idle (empty) one, so that ticking bolts get their ticks; unset = the shortest
 # tick period of the topology's bolts, 0 = never
 SPARK_IDLE_BATCH_SECS = "host.spark.idle.batch.secs"
+# `host spark` (docs/spark.md §6.1): whether the directories components run in are shipped to the
+# executors as archives ("auto": when the master is not local), and the most their files may weigh
+SPARK_SHIP = "host.spark.ship"
+SPARK_SHIP_MAX_MB = "host.spark.ship.max.mb"
 
 HOST_PREFIX = "host."
 
@@ -162,6 +166,8 @@ KEYS: dict[str, Key] = {
         Key(SPARK_BATCH_MAX_TUPLES, 10_000, checks.positive_int),
         Key(SPARK_KAFKA_BATCH_MAX_RECORDS, 1000, checks.positive_int),
         Key(SPARK_IDLE_BATCH_SECS, None, checks.non_negative_number, nullable=True),
+        Key(SPARK_SHIP, "auto", checks.auto_or_boolean),
+        Key(SPARK_SHIP_MAX_MB, 512, checks.positive_number),
     )
 }
 
@@ -409,6 +415,10 @@ class Settings:
     spark_kafka_batch_max_records: int = 1000
     # `host spark`: idle micro-batches (None: as the bolts' ticks need; 0: never)
     spark_idle_batch_secs: float | None = None
+    # `host spark`: component directories shipped to the executors ("auto", True or False), and
+    # the bound on their files (host.spark.ship.max.mb, in bytes)
+    spark_ship: str | bool = "auto"
+    spark_ship_max_bytes: int = 512 * 1024 * 1024
 
     @classmethod
     def from_config(
@@ -462,6 +472,8 @@ class Settings:
             spark_batch_max_tuples=read.integer(SPARK_BATCH_MAX_TUPLES),
             spark_kafka_batch_max_records=read.integer(SPARK_KAFKA_BATCH_MAX_RECORDS),
             spark_idle_batch_secs=read.optional_number(SPARK_IDLE_BATCH_SECS),
+            spark_ship=read.value(SPARK_SHIP),  # type: ignore[arg-type]  # checked: Key
+            spark_ship_max_bytes=int(read.number(SPARK_SHIP_MAX_MB) * 1024 * 1024),
         )
 
 

@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -300,6 +301,27 @@ def test_spouts_of_mixed_kinds_are_refused_and_a_spark_input_is_planned(tmp_path
     assert "has 2 spouts of kinds that do not run together" in result.output
     assert "'k' (spark input)" in result.output
     assert not checkpoint.exists()  # refused before anything starts
+
+
+def test_a_directory_too_big_to_ship_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    """host.spark.ship (docs/spark.md §6.1): a cluster master ships the components' directory;
+    one whose files pass host.spark.ship.max.mb exits 2 before Spark starts (the master named
+    here does not exist: nothing connects to it) and leaves nothing behind."""
+    from click.testing import CliRunner
+
+    from host.spark.command import spark
+
+    example = wordcount_copy(tmp_path, "wordcount")
+    (example / "data" / "big.bin").write_bytes(b"x" * (64 * 1024))
+    checkpoint = tmp_path / "checkpoint"
+    argv = [str(example / "topology.yaml"), "--checkpoint", str(checkpoint)]
+    argv += ["--master", "spark://127.0.0.1:9", "-c", "host.spark.ship.max.mb=0.05"]
+    result = CliRunner().invoke(spark, argv)
+    assert result.exit_code == 2, result.output
+    assert "key 'host.spark.ship.max.mb'" in result.output
+    assert f"shipping {example}, where count, lines, split, store run" in result.output
+    assert not checkpoint.exists()
+    assert not list(Path(tempfile.gettempdir()).glob(f"multilang-ship-{os.getuid()}-{os.getpid()}"))
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["--shared-runs"]:

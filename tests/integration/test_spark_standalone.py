@@ -6,7 +6,13 @@ here all on 127.0.0.1), the worker's executors starting Python workers with
 run's counts equal the input's, and the components' stderr lines are in the executors' stderr
 files under the worker's directory, tagged (§6.4).
 
-What a one-host cluster cannot show: other hosts' paths and environments (§6.1, §6.2).
+A spark:// master gets the component directories shipped (§6.1, host/spark/shipping.py): every
+spout read and bolt task in the executors runs in the executor's unpacked copy of the topology's
+directory. The worker runs in a mount namespace of its own where one directory, `hidden/`, is an
+empty tmpfs: a topology copied there is seen by the driver and not by the executors, as on
+another host, and runs all the same.
+
+What a one-host cluster cannot show: other hosts' environments (§6.2).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from typing import Any
 
 import pytest
 
+from host.spark.shipping import archive_name
 from tests.support.spark_runs import (
     JAVA_OPTS,
     OUTPUT_TAIL,
@@ -41,7 +48,7 @@ pytestmark = pytest.mark.spark
 BATCHES = 4  # the word count's input: 2,000 lines per file, 500 per file per batch
 WORKER_MEMORY = "2g"
 EXECUTOR_MEMORY = "512m"
-STARTED = "bolt process started"
+STARTED = "process started in"
 
 
 def _free_port() -> int:
@@ -58,6 +65,18 @@ def _spark_bin(name: str) -> str:
     path = Path(pyspark.__file__).parent / "bin" / name
     assert path.exists(), f"{path}: not in the pyspark package"
     return str(path)
+
+
+def _hiding(directory: Path) -> list[str]:
+    """A command prefix that runs the rest in a mount namespace of its own where `directory` is
+    an empty tmpfs (as root; otherwise in a user namespace too, where the kernel allows it)."""
+    unshare = ["unshare", "--mount", "--propagation", "private"]
+    if os.geteuid() != 0:
+        unshare = ["unshare", "--user", "--map-root-user", "--mount"]
+    script = 'mount -t tmpfs tmpfs "$0" && exec "$@"'
+    probe = subprocess.run([*unshare, "sh", "-c", script, str(directory), "true"], check=False)
+    assert probe.returncode == 0, f"{unshare}: cannot hide {directory} from the worker"
+    return [*unshare, "sh", "-c", script, str(directory)]
 
 
 def _master_state(ui_port: int) -> dict[str, Any]:
@@ -83,6 +102,8 @@ def _wait(check: Any, what: str, procs: list[subprocess.Popen[bytes]]) -> None:
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """A standalone master and one worker (2 cores), both on 127.0.0.1, until the module ends."""
     base = tmp_path_factory.mktemp("standalone")
+    hidden = base / "hidden"  # empty to the worker and its executors (_hiding)
+    hidden.mkdir()
     port, ui, worker_ui = _free_port(), _free_port(), _free_port()
     env = {
         **os.environ,
@@ -94,10 +115,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
     spark_class = _spark_bin("spark-class")
     started: list[subprocess.Popen[bytes]] = []
 
-    def daemon(args: list[str], log: str) -> subprocess.Popen[bytes]:
+    def daemon(args: list[str], log: str, prefix: list[str]) -> subprocess.Popen[bytes]:
         with open(base / log, "wb") as out:
             p = subprocess.Popen(
-                [spark_class, *args],
+                [*prefix, spark_class, *args],
                 env=env,
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -111,6 +132,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
             ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1"]
             + ["--port", str(port), "--webui-port", str(ui)],
             "master.log",
+            [],
         )
         _wait(lambda: _master_state(ui).get("status") == "ALIVE", "the master", started)
         url = f"spark://127.0.0.1:{port}"
@@ -119,9 +141,11 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
             + ["--cores", "2", "--memory", WORKER_MEMORY, "--webui-port", str(worker_ui)]
             + ["--work-dir", str(base / "work")],
             "worker.log",
+            _hiding(hidden),
         )
         _wait(lambda: _master_state(ui).get("aliveworkers") == 1, "the worker", started)
-        yield {"url": url, "ui": ui, "work": base / "work", "base": base}
+        worker = started[-1].pid  # unshare and sh exec: the worker's JVM, in its namespace
+        yield {"url": url, "ui": ui, "work": base / "work", "hidden": hidden, "worker": worker}
     finally:
         for p in started:
             if p.poll() is None:
@@ -160,14 +184,14 @@ def _tagged_stderr_lines(work: Path, app_id: str) -> list[str]:
     ]
 
 
-def _bolt_tasks(topology: Path) -> set[str]:
-    """ "split[<task>]" and "count[<task>]" for every task of the two bolts, as `host local`
-    numbers them."""
+def _executor_tasks(topology: Path) -> set[str]:
+    """ "lines[<task>]", "split[<task>]" and "count[<task>]" for every task of the spout (whose
+    reads run in the executors) and of the two bolts, as `host local` numbers them."""
     from host.runtime.context import assign_tasks
     from host.topology.files import load
 
     tasks = assign_tasks(load(topology))
-    return {f"{c}[{t}]" for c in ("split", "count") for t in tasks.tasks_of(c)}
+    return {f"{c}[{t}]" for c in ("lines", "split", "count") for t in tasks.tasks_of(c)}
 
 
 def _app_ids(cluster: dict[str, Any]) -> set[str]:
@@ -181,21 +205,40 @@ def _check_run(cluster: dict[str, Any], example: Path, out: str, before: set[str
     assert stored_counts(example / "counts.db") == expected_counts(example)
     (app_id,) = _app_ids(cluster) - before  # the run was an application of this cluster
     tagged = _tagged_stderr_lines(cluster["work"], app_id)
-    # the bolts ran in this cluster's executors, and what they wrote to stderr is there, tagged
-    # with the component and task: every task, with its task id as under `host local`
+    # the spout's reads and the bolts ran in this cluster's executors, and what they wrote to
+    # stderr is there, tagged with the component and task: every task, with its task id as under
+    # `host local`
     started = {
-        line.split("host.spark: ", 1)[1].split(" pid=")[0] for line in tagged if STARTED in line
+        line.split("host.spark: ", 1)[1].split(" pid=")[0]: line.split(f"{STARTED} ", 1)[1]
+        for line in tagged
+        if STARTED in line
     }
-    assert started == _bolt_tasks(example / "topology.yaml"), tagged[:20]
+    assert set(started) == _executor_tasks(example / "topology.yaml"), tagged[:20]
+    # each in its executor's unpacked copy of the topology's directory, shipped by the driver
+    assert f"shipping {example} to the executors as {archive_name(str(example))}" in out
+    for task, cwd in started.items():
+        where = Path(cwd)
+        assert where.name == archive_name(str(example)), (task, cwd)
+        assert where.parent.parent == cluster["work"] / app_id, (task, cwd)  # <app>/<executor>/
 
 
 def _example(parent: Path) -> Path:
-    """A copy of the transactional word count whose bolts write a line to stderr as they start."""
+    """A copy of the transactional word count whose spout and bolts write a line to stderr as they
+    start, with their working directory: the bolts' scripts, and for the spout (a module of
+    ours) a script of the copy's own that runs it."""
     example = wordcount_copy(parent, "wordcount")
+    said = f'import os, sys\nprint("{STARTED}", os.getcwd(), file=sys.stderr, flush=True)\n'
     for name in ("split", "count"):
         path = example / f"{name}.py"
-        said = f'import sys\nprint("{STARTED}", file=sys.stderr, flush=True)\n'
         path.write_text(said + path.read_text())
+    spout = (
+        "import runpy\nrunpy.run_module('components.transactional_files', run_name='__main__')\n"
+    )
+    (example / "lines.py").write_text(said + spout)
+    topology = example / "topology.yaml"
+    module = "command: [python, -m, components.transactional_files]"
+    assert module in topology.read_text()
+    topology.write_text(topology.read_text().replace(module, "command: [python, lines.py]"))
     return example
 
 
@@ -239,4 +282,23 @@ def test_spark_submit_with_a_standalone_master(cluster: dict[str, Any], tmp_path
     result = subprocess.run(submit, cwd=ROOT, capture_output=True, text=True, timeout=WAIT_SECS * 2)
     out = result.stdout + result.stderr
     assert result.returncode == 0, out[-OUTPUT_TAIL:]
+    _check_run(cluster, example, out, before)
+
+
+def test_the_executors_run_a_topology_they_cannot_see(
+    cluster: dict[str, Any], tmp_path: Path
+) -> None:
+    """As on another host: the worker does not see the topology's directory, the driver ships it
+    (host.spark.ship: auto, a spark:// master), and the executors run their copies."""
+    example = _example(cluster["hidden"])
+    worker_view = Path(f"/proc/{cluster['worker']}/root") / example.relative_to("/")
+    assert (example / "topology.yaml").exists()  # the driver's view
+    assert worker_view.parent.is_dir() and not any(worker_view.parent.iterdir())  # the worker's
+    before = _app_ids(cluster)
+    out = run_ok(
+        [sys.executable, "-m", "host", "spark", str(example / "topology.yaml")]
+        + ["--master", cluster["url"], "--checkpoint", str(tmp_path / "checkpoint")]
+        + ["--trigger", "0.5", "--max-batches", str(BATCHES), *_cluster_conf(cluster)],
+        WAIT_SECS * 2,
+    )
     _check_run(cluster, example, out, before)

@@ -380,12 +380,16 @@ STATE = (
     "    warning: state is not kept between micro-batches: a plain bolt's memory may start empty "
     "at any batch (another executor, a retried task); keep state in a committer"
 )
+SHIPPED = (
+    "shipped to the executors as archives when the master is not local (host.spark.ship: auto)"
+)
 HASH_WORD = "hash partitioning on word (field 0) into 2 partitions, the local router's hash"
 
 WORDCOUNT_PLAN = f"""\
 examples/wordcount/topology.yaml: plan for topology 'wordcount' on Spark: 4 stage(s), 6 partition(s)
   idle micro-batches: one after 5 s with none, while the spouts emit nothing \
 (host.spark.idle.batch.secs), so that ticking bolts get their ticks
+  component directories: examples/wordcount (sentences, split, count, report): {SHIPPED}
   stage 1: spout sentences: driver-staged plain spout
     runs: python sentences.py (Python)
     partitions: 1 = task 5
@@ -427,6 +431,8 @@ WORDCOUNT_SQLITE_PLAN = f"""\
 examples/transactional/wordcount-sqlite/topology.yaml: plan for topology 'wordcount-sqlite' on \
 Spark: 4 stage(s), 7 partition(s)
   transactional id: wordcount-sqlite: each micro-batch is one transaction, committed in txid order
+  component directories: examples/transactional/wordcount-sqlite (lines, split, count, store): \
+{SHIPPED}
   stage 1: spout lines: transactional source
     runs: python -m components.transactional_files (Python)
     partitions: 2 = tasks 4, 5
