@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from http import HTTPStatus
 from urllib.parse import unquote_to_bytes
 
-from host.drpc.http_reader import TOKEN_ONLY, HttpError, Request, shown
+from host.drpc.http_reader import TOKEN_ONLY, HttpError, HttpRequest, shown
 
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 _BAD_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
@@ -109,7 +109,7 @@ def _percent_decode(segment: str, what: str) -> str:
         raise _route_error(400, f"{what} {shown(segment)} is not UTF-8") from None
 
 
-def drpc_route(req: Request) -> tuple[str, str]:
+def drpc_route(req: HttpRequest) -> tuple[str, str]:
     """(function, args) per docs/drpc.md §1: GET /drpc/{func}/{args} (args = that ONE path
     segment, percent-decoded as UTF-8; '+' stays '+'; a query string is ignored), GET /drpc/{func}
     (args ""), POST /drpc/{func} (args = body decoded as UTF-8). Raises HttpError: 404 for any

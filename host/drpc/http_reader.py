@@ -1,5 +1,5 @@
 """The incremental HTTP/1.1 request reader of the DRPC server, with its limits: bytes in,
-`Request`s out, malformed input as `HttpError`.
+`HttpRequest`s out, malformed input as `HttpError`.
 
 Apart from host/drpc/http.py (the responses and Storm's routes) because it is a parser with a
 state of its own, and the only part of the HTTP code that holds a connection's unread bytes. No
@@ -38,7 +38,7 @@ _VERSIONS = frozenset({"HTTP/1.1", "HTTP/1.0"})
 
 
 @dataclass(frozen=True)
-class Request:
+class HttpRequest:
     """One complete request as read from a connection."""
 
     method: str  # as sent, e.g. "GET"
@@ -155,7 +155,7 @@ class RequestReader:
             return True
         return False
 
-    def next_request(self) -> Request | None:
+    def next_request(self) -> HttpRequest | None:
         """The next complete request, or None when more bytes are needed. Raises HttpError
         (close=True) for malformed input, a head over max_head (431), a body over max_body (413),
         an unsupported Transfer-Encoding (501), both Content-Length and Transfer-Encoding, a bad
@@ -167,7 +167,7 @@ class RequestReader:
             head = self._head
             if head is None:
                 parsed = self._read_head()
-                if parsed is None or isinstance(parsed, Request):
+                if parsed is None or isinstance(parsed, HttpRequest):
                     return parsed
                 head = self._head = parsed
                 # RFC 9110 §10.1.1: an HTTP/1.0 client's expectation is ignored
@@ -179,7 +179,7 @@ class RequestReader:
                 return None
             self._head = None
             self._continue = False
-            return Request(
+            return HttpRequest(
                 head.method, head.target, head.version, head.headers, body, head.keep_alive
             )
         except HttpError as error:
@@ -192,7 +192,7 @@ class RequestReader:
 
     # --- the head -----------------------------------------------------------------------------
 
-    def _read_head(self) -> _Head | Request | None:
+    def _read_head(self) -> _Head | HttpRequest | None:
         """A head, or a whole request when it has no body; None until the head is complete."""
         buf = self._buf
         if not buf:
@@ -263,7 +263,7 @@ class RequestReader:
             return _Head(method, target, version, headers, keep_alive, 0, True)
         length = 0 if length_field is None else self._content_length(length_field)
         if length == 0:
-            return Request(method, target, version, headers, b"", keep_alive)
+            return HttpRequest(method, target, version, headers, b"", keep_alive)
         return _Head(method, target, version, headers, keep_alive, length, False)
 
     @staticmethod

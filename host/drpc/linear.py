@@ -22,7 +22,7 @@ from multilang.messages import Emit
 
 if TYPE_CHECKING:
     from host.drpc.links import LinearRequestLink
-    from host.drpc.table import Request
+    from host.drpc.table import PendingRequest
     from host.runtime.data_path import DataPath
 
 
@@ -60,7 +60,7 @@ class RequestLayer(FinishLayer):
     def room(self) -> bool:
         return self.max_open is None or len(self.open) < self.max_open
 
-    def open_request(self, link: LinearRequestLink, request: Request) -> Attempt:
+    def open_request(self, link: LinearRequestLink, request: PendingRequest) -> Attempt:
         """Emit a request as its own batch: [request number, args] from `drpc-request`."""
         number = int(request.id)
         a = Attempt(number, 1, None, False, self.path.now)

@@ -24,7 +24,7 @@ from multilang.messages import Emit
 
 if TYPE_CHECKING:
     from host.drpc.service import DrpcService
-    from host.drpc.table import Request
+    from host.drpc.table import PendingRequest
     from host.runtime.data_path import DataPath
 
 
@@ -99,7 +99,7 @@ class RequestSpout(InHostLink):
     def may_emit(self) -> bool:
         raise NotImplementedError
 
-    def emit(self, request: Request) -> None:
+    def emit(self, request: PendingRequest) -> None:
         raise NotImplementedError
 
 
@@ -114,7 +114,7 @@ class DrpcSpoutLink(RequestSpout):
         limit = self.max_pending
         return limit is None or path.acker.pending(self.task) < limit
 
-    def emit(self, request: Request) -> None:
+    def emit(self, request: PendingRequest) -> None:
         info = self.service.return_info(request)
         # the data path takes it for a spout task: it reads only what every link has, and
         # hands the tuple's outcome back through `outcome`
@@ -138,7 +138,7 @@ class LinearRequestLink(RequestSpout):
             return False
         return self.service.linear_room()
 
-    def emit(self, request: Request) -> None:
+    def emit(self, request: PendingRequest) -> None:
         self.service.open_linear(self, request)
 
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from host.drpc.http import CONTINUE, drpc_route, error_response, http_error_response, text_response
 from host.drpc.http_reader import HttpError, RequestReader
-from host.drpc.table import Answer, Request, RequestTable
+from host.drpc.table import Answer, PendingRequest, RequestTable
 from host.runtime.loop import EventLoop
 
 log = logging.getLogger("host")
@@ -35,7 +35,7 @@ class Connection:
         self.fd = sock.fileno()
         self.reader = RequestReader(max_body)
         self.out = b""  # the unwritten rest of a response
-        self.pending: Request | None = None  # the request waiting for its answer
+        self.pending: PendingRequest | None = None  # the request waiting for its answer
         self.keep_alive = True  # of the request being answered
         self.closed = False
         self.watched = ""  # "r", "w" or "" (see `_watch`)
@@ -166,8 +166,8 @@ class DrpcServer:
                 conn.watched = ""
             self.on_request()
 
-    def _answer_to(self, conn: Connection) -> Callable[[Request, Answer], None]:
-        def answer(request: Request, outcome: Answer) -> None:
+    def _answer_to(self, conn: Connection) -> Callable[[PendingRequest, Answer], None]:
+        def answer(request: PendingRequest, outcome: Answer) -> None:
             if conn.pending is not request or conn.closed:
                 return  # its client went away: the answer goes nowhere
             conn.pending = None

@@ -22,7 +22,7 @@ from host.drpc.links import (
     ReturnResultsLink,
 )
 from host.drpc.server import DrpcServer
-from host.drpc.table import INTERNAL_ERROR, Answer, Request, RequestTable, failed
+from host.drpc.table import INTERNAL_ERROR, Answer, PendingRequest, RequestTable, failed
 from host.observe.observations import Observations
 from host.observe.snapshot import DrpcStats
 from host.runtime.link import Fault
@@ -183,7 +183,7 @@ class DrpcService:
                 self.linear.fail(a, "drpc.request.timeout.secs passed")
 
     # -- what the links and the layer report -----------------------------------------------------
-    def return_info(self, request: Request) -> str:
+    def return_info(self, request: PendingRequest) -> str:
         """Storm's DRPCSpout's return-info JSON (docs/drpc.md §3.1)."""
         return dumps({"id": request.id, "host": self.server.bind, "port": self.server.port})
 
@@ -202,7 +202,7 @@ class DrpcService:
     def linear_room(self) -> bool:
         return self.linear is not None and self.linear.room()
 
-    def open_linear(self, link: LinearRequestLink, request: Request) -> None:
+    def open_linear(self, link: LinearRequestLink, request: PendingRequest) -> None:
         assert self.linear is not None
         request.attempt = self.linear.open_request(link, request)
 

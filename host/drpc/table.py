@@ -39,7 +39,7 @@ def failed(why: str) -> Answer:
     return Answer(400, FAILED_REQUEST, f"Request failed: {why}")
 
 
-class Request:
+class PendingRequest:
     """One pending request. `reply` answers the client (the server's callback); `attempt` is a
     linear DRPC request's batch (host/drpc/linear.py) once it is emitted."""
 
@@ -51,7 +51,7 @@ class Request:
         function: str,
         args: str,
         started: float,
-        reply: Callable[[Request, Answer], None],
+        reply: Callable[[PendingRequest, Answer], None],
     ) -> None:
         self.id = request_id
         self.function = function
@@ -63,7 +63,7 @@ class Request:
         self.attempt: Any = None
 
     def __repr__(self) -> str:
-        return f"<Request {self.id} {self.function}>"
+        return f"<PendingRequest {self.id} {self.function}>"
 
 
 class RequestTable:
@@ -71,10 +71,10 @@ class RequestTable:
         self.functions = tuple(sorted(functions))
         self.max_pending = max_pending
         self.timeout_secs = timeout_secs
-        self.pending: dict[str, Request] = {}  # by id, in arrival order
+        self.pending: dict[str, PendingRequest] = {}  # by id, in arrival order
         # not emitted yet, per function, in arrival order; may hold requests already done
         # (answered or abandoned), skipped by `take` and swept by `expire`
-        self.queues: dict[str, deque[Request]] = {f: deque() for f in self.functions}
+        self.queues: dict[str, deque[PendingRequest]] = {f: deque() for f in self.functions}
         self.waiting = 0  # requests in the queues that are not done
         self.stopping = False
         self._counter = 0
@@ -88,8 +88,8 @@ class RequestTable:
         function: str,
         args: str,
         now: float,
-        reply: Callable[[Request, Answer], None],
-    ) -> Request | Answer:
+        reply: Callable[[PendingRequest, Answer], None],
+    ) -> PendingRequest | Answer:
         """A request read by the server: pending (returned), or refused at once (the answer)."""
         if self.stopping:
             return Answer(503, SERVER_SHUTDOWN, "Server Shutting Down")
@@ -110,13 +110,13 @@ class RequestTable:
                 f"{self.max_pending} requests are pending (host.drpc.max.pending); retry later",
             )
         self._counter += 1
-        request = Request(str(self._counter), function, args, now, reply)
+        request = PendingRequest(str(self._counter), function, args, now, reply)
         self.pending[request.id] = request
         queue.append(request)
         self.waiting += 1
         return request
 
-    def take(self, function: str) -> Request | None:
+    def take(self, function: str) -> PendingRequest | None:
         """The next request of `function` to emit, oldest first (marked emitted)."""
         queue = self.queues[function]
         while queue:
@@ -134,7 +134,7 @@ class RequestTable:
         return bool(queue)
 
     # -- out -------------------------------------------------------------------------------------
-    def answer(self, request_id: str, text: str, now: float) -> Request | None:
+    def answer(self, request_id: str, text: str, now: float) -> PendingRequest | None:
         """A result for a request: the first one answers it (returned); a result for a request
         answered or timed out already is counted and dropped."""
         request = self.pending.pop(request_id, None)
@@ -149,7 +149,7 @@ class RequestTable:
         self._close(request, result(text))
         return request
 
-    def fail(self, request_id: str, answer: Answer) -> Request | None:
+    def fail(self, request_id: str, answer: Answer) -> PendingRequest | None:
         """An error for a pending request (returned); nothing when it is not pending."""
         request = self.pending.pop(request_id, None)
         if request is None:
@@ -158,7 +158,7 @@ class RequestTable:
         self._close(request, answer)
         return request
 
-    def abandon(self, request: Request) -> None:
+    def abandon(self, request: PendingRequest) -> None:
         """Its client went away before it was emitted: it is dropped unanswered. An emitted one
         runs on (its answer goes nowhere)."""
         if request.done or request.emitted:
@@ -168,10 +168,10 @@ class RequestTable:
         self.waiting -= 1
         self.abandoned += 1
 
-    def expire(self, now: float) -> list[Request]:
+    def expire(self, now: float) -> list[PendingRequest]:
         """Requests older than the timeout get 504 (returned). Arrival order is timeout order,
         so this looks at the expired ones and one more."""
-        expired: list[Request] = []
+        expired: list[PendingRequest] = []
         deadline = now - self.timeout_secs
         pending = self.pending
         while pending:
@@ -187,10 +187,10 @@ class RequestTable:
                 self.has_waiting(function)  # drop what timed out from the queues' fronts
         return expired
 
-    def stop_taking(self) -> list[Request]:
+    def stop_taking(self) -> list[PendingRequest]:
         """The host drains: new requests get 503, and so do those not emitted yet (returned)."""
         self.stopping = True
-        shut: list[Request] = []
+        shut: list[PendingRequest] = []
         for queue in self.queues.values():
             while queue:
                 request = queue.popleft()
@@ -209,7 +209,7 @@ class RequestTable:
         for queue in self.queues.values():
             queue.clear()
 
-    def _close(self, request: Request, answer: Answer) -> None:
+    def _close(self, request: PendingRequest, answer: Answer) -> None:
         if not request.emitted and not request.done:
             self.waiting -= 1
         request.done = True

@@ -8,7 +8,7 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from host.observe.grid import Cell, clock, grid, ms
+from host.observe.grid import Cell, grid, millis_text, time_of_day
 from host.observe.snapshot import BatchStats, Snapshot
 
 OPEN_BATCH_ROWS = 5  # open attempts shown (topology.max.spout.pending of them may be open)
@@ -31,8 +31,12 @@ def _batch_title(batches: BatchStats) -> Text:
     text.append(f"  open {len(batches['open'])}")
     replays = batches["replays"]
     text.append(f"  replays {replays:,}", style="bold yellow" if replays else "")
-    text.append(f"  |  batch latency p50 {ms(lat['p50'])} ms  p99 {ms(lat['p99'])} ms")
-    text.append(f"  commit p50 {ms(commit['p50'])} ms  p99 {ms(commit['p99'])} ms")
+    text.append(
+        f"  |  batch latency p50 {millis_text(lat['p50'])} ms  p99 {millis_text(lat['p99'])} ms"
+    )
+    text.append(
+        f"  commit p50 {millis_text(commit['p50'])} ms  p99 {millis_text(commit['p99'])} ms"
+    )
     return text
 
 
@@ -71,9 +75,9 @@ def _recent_grid(batches: BatchStats, count: int) -> Text:
             (f"{b['txid']:,}", ""),
             (str(b["attempt"]), "yellow" if b["attempt"] > 1 else ""),
             (f"{b['tuples']:,}", ""),
-            (ms(b["processing_ms"]), ""),
-            (ms(b["commit_ms"]), ""),
-            (clock(b["committed_at"]), "dim"),
+            (millis_text(b["processing_ms"]), ""),
+            (millis_text(b["commit_ms"]), ""),
+            (time_of_day(b["committed_at"]), "dim"),
         ]
         for b in batches["recent"][-count:]
     ]
@@ -127,8 +131,8 @@ def batch_line(batches: BatchStats) -> str:
         f" committed={batches['committed']} committed_tuples={batches['committed_tuples']}"
         f" replays={batches['replays']}"
         f" open=[{opened}]"
-        f" batch_ms p50={ms(lat['p50'])} p99={ms(lat['p99'])}"
-        f" commit_ms p50={ms(commit['p50'])} p99={ms(commit['p99'])}"
+        f" batch_ms p50={millis_text(lat['p50'])} p99={millis_text(lat['p99'])}"
+        f" commit_ms p50={millis_text(commit['p50'])} p99={millis_text(commit['p99'])}"
     )
     if batches["last_abort"]:
         line += f" last_abort={_first_line(batches['last_abort'])!r}"

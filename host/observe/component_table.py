@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from rich.console import Group
 from rich.text import Text
 
-from host.observe.grid import Cell, grid, ms
+from host.observe.grid import Cell, grid, millis_text
 from host.observe.snapshot import ComponentSnapshot, Snapshot
 
 HISTORY_SECS = 60  # the sparkline: one point per second over the last minute
@@ -78,7 +78,9 @@ def _title(snap: Snapshot, rates: Rates | None) -> Text:
     timed_out = top["spout_tuples_timed_out"]
     text.append(f"  timed out {timed_out:,}", style="bold red" if timed_out else "")
     text.append(f"  pending {top['spout_tuples_pending']:,}")
-    text.append(f"  |  complete latency p50 {ms(lat['p50'])} ms  p99 {ms(lat['p99'])} ms")
+    text.append(
+        f"  |  complete latency p50 {millis_text(lat['p50'])} ms  p99 {millis_text(lat['p99'])} ms"
+    )
     if rates is not None:
         text.append(f"\nacked/s {rates.acked_per_s:>9,.0f}  ")
         text.append(sparkline(rates.history), style="green")
@@ -153,7 +155,9 @@ def component_table(snap: Snapshot, rates: Rates | None = None) -> Group:
             row.append(("-", "") if n is None else (f"{n:,}", "bold yellow" if n else ""))
         if latency:
             lat = c.get("process_latency_ms")
-            row.append((f"{ms(lat['p50'])}/{ms(lat['p99'])}" if lat else "-/-", ""))
+            row.append(
+                (f"{millis_text(lat['p50'])}/{millis_text(lat['p99'])}" if lat else "-/-", "")
+            )
         if capacity:
             row.append(_capacity(c.get("capacity")))
         if usage:

@@ -10,11 +10,12 @@ from collections.abc import Sequence
 from rich.text import Text
 
 
-def ms(value: float | None) -> str:
+def millis_text(value: float | None) -> str:
+    """A latency in milliseconds with one decimal, "-" when there is none."""
     return "-" if value is None else f"{value:.1f}"
 
 
-def clock(stamp: float) -> str:
+def time_of_day(stamp: float) -> str:
     """A log or failure time (epoch seconds) as HH:MM:SS."""
     return time.strftime("%H:%M:%S", time.localtime(stamp))
 

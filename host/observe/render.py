@@ -13,7 +13,7 @@ from rich.text import Text
 
 from host.observe.batch_panel import batch_line, batch_section
 from host.observe.component_table import Rates, component_table
-from host.observe.grid import clip_cell, clock, ms
+from host.observe.grid import clip_cell, millis_text, time_of_day
 from host.observe.snapshot import DrpcStats, FailureReport, Snapshot
 
 LOG_LINES = 6  # component log lines under the table
@@ -32,7 +32,8 @@ def drpc_line(drpc: DrpcStats) -> str:
     return (
         f"drpc {drpc['url']} ({', '.join(drpc['functions'])}): answered={drpc['answered']}"
         f" failed={drpc['failed']} timed_out={drpc['timed_out']} rejected={drpc['rejected']}"
-        f" pending={drpc['pending']} latency_ms p50={ms(lat['p50'])} p99={ms(lat['p99'])}"
+        f" pending={drpc['pending']} latency_ms p50={millis_text(lat['p50'])}"
+        f" p99={millis_text(lat['p99'])}"
     )
 
 
@@ -45,7 +46,7 @@ def log_lines(snap: Snapshot, count: int = LOG_LINES) -> Text | None:
     for entry in logs[-count:]:
         level = entry["level"].upper()
         message = entry["message"].replace("\n", " ")
-        text.append(f"{clock(entry['time'])} ", style="dim")
+        text.append(f"{time_of_day(entry['time'])} ", style="dim")
         text.append(f"{entry['component']}[{entry['task']}] ", style="cyan")
         text.append(f"{level:<7} ", style=_LEVEL_STYLES.get(level, ""))
         text.append(message + "\n", style="red" if level in ("ERROR", "CRITICAL") else "")
@@ -58,7 +59,7 @@ def log_lines(snap: Snapshot, count: int = LOG_LINES) -> Text | None:
 def failure_lines(f: FailureReport) -> list[str]:
     """A failure report (snapshot `failures` entry) as lines of plain text."""
     lines = [
-        f"{f['component']} task {f['task']} pid {f['pid']} failed at {clock(f['time'])}: "
+        f"{f['component']} task {f['task']} pid {f['pid']} failed at {time_of_day(f['time'])}: "
         f"{f['reason']}"
     ]
     if f["exit"]:
@@ -141,7 +142,7 @@ def plain_line(snap: Snapshot, rates: Rates) -> str:
             f" ({rates.acked_per_s:,.0f}/s) failed={top['spout_tuples_failed']}"
             f" timed_out={top['spout_tuples_timed_out']}"
             f" pending={top['spout_tuples_pending']}"
-            f" latency_ms p50={ms(lat['p50'])} p99={ms(lat['p99'])}"
+            f" latency_ms p50={millis_text(lat['p50'])} p99={millis_text(lat['p99'])}"
         )
     ]
     for cid, c in snap["components"].items():
@@ -171,7 +172,7 @@ def summary_lines(snap: Snapshot) -> list[str]:
         f"topology {top['name']}: ran {top['uptime_s']:.1f}s, "
         f"spout tuples acked={top['spout_tuples_acked']} "
         f"failed={top['spout_tuples_failed']} timed_out={top['spout_tuples_timed_out']}, "
-        f"complete latency p50={ms(lat['p50'])} ms p99={ms(lat['p99'])} ms"
+        f"complete latency p50={millis_text(lat['p50'])} ms p99={millis_text(lat['p99'])} ms"
     ]
     for cid, c in snap["components"].items():
         never_acked = c.get("never_acked")

@@ -151,12 +151,13 @@ def build_drpc(
     path: DataPath,
     loop: EventLoop,
     observe: Observations,
-    held: Callable[[str], bool],
+    blocked: Callable[[str], bool],
     tasks: dict[int, Task],
 ) -> DrpcService:
     """The DRPC server, the request table and the in-host DRPC tasks (docs/drpc.md); for a
     linear DRPC topology also its request layer, and the `batch` key of its finish-batch
-    bolts' handshake context."""
+    bolts' handshake context. `blocked(component)`: whether backpressure holds that spout
+    component's tasks (the DRPC spouts' too)."""
     from host.drpc.service import DrpcService  # only DRPC runs pay
 
     drpc = DrpcService(
@@ -166,7 +167,7 @@ def build_drpc(
         settings,
         task_map.tasks_of,
         observe,
-        held,
+        blocked,
     )
     if drpc.linear is not None:
         path.batches = drpc.linear

@@ -11,12 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from host.drpc.http import CONTINUE, drpc_route, error_response, http_error_response, text_response
-from host.drpc.http_reader import MAX_CHUNK_LINE, MAX_HEAD, HttpError, Request, RequestReader
+from host.drpc.http_reader import MAX_CHUNK_LINE, MAX_HEAD, HttpError, HttpRequest, RequestReader
 
 MAX_BODY = 1 << 20
 
 
-def read_all(data: bytes, *, max_body: int = MAX_BODY, max_head: int = MAX_HEAD) -> list[Request]:
+def read_all(
+    data: bytes, *, max_body: int = MAX_BODY, max_head: int = MAX_HEAD
+) -> list[HttpRequest]:
     reader = RequestReader(max_body, max_head)
     reader.feed(data)
     requests = []
@@ -26,12 +28,12 @@ def read_all(data: bytes, *, max_body: int = MAX_BODY, max_head: int = MAX_HEAD)
     return requests
 
 
-def read_one(data: bytes, **limits: int) -> Request:
+def read_one(data: bytes, **limits: int) -> HttpRequest:
     (request,) = read_all(data, **limits)
     return request
 
 
-def read_split(data: bytes, cuts: list[int], *, max_body: int = MAX_BODY) -> list[Request]:
+def read_split(data: bytes, cuts: list[int], *, max_body: int = MAX_BODY) -> list[HttpRequest]:
     """The requests read when `data` arrives in pieces cut at `cuts`, asking after every piece."""
     reader = RequestReader(max_body)
     requests = []
@@ -53,8 +55,10 @@ def http_error(data: bytes, **limits: int) -> HttpError:
     return caught.value
 
 
-def get(target: str, version: str = "HTTP/1.1", method: str = "GET", body: bytes = b"") -> Request:
-    return Request(method, target, version, {}, body, True)
+def get(
+    target: str, version: str = "HTTP/1.1", method: str = "GET", body: bytes = b""
+) -> HttpRequest:
+    return HttpRequest(method, target, version, {}, body, True)
 
 
 # --- parsing ----------------------------------------------------------------------------------
@@ -65,7 +69,7 @@ def test_a_get_is_parsed_with_lower_cased_headers() -> None:
         b"GET /drpc/exclaim/hello%20x?y=1 HTTP/1.1\r\nHost: 127.0.0.1:3774\r\n"
         b"User-Agent: curl/8.5.0\r\nX-Odd:   spaced value \t\r\n\r\n"
     )
-    assert request == Request(
+    assert request == HttpRequest(
         "GET",
         "/drpc/exclaim/hello%20x?y=1",
         "HTTP/1.1",
@@ -91,7 +95,7 @@ def test_bare_lf_line_ends_are_tolerated() -> None:
 
 
 def test_a_request_without_headers() -> None:
-    assert read_one(b"GET /drpc/f HTTP/1.1\r\n\r\n") == Request(
+    assert read_one(b"GET /drpc/f HTTP/1.1\r\n\r\n") == HttpRequest(
         "GET", "/drpc/f", "HTTP/1.1", {}, b"", True
     )
 
@@ -509,8 +513,8 @@ def chunked(draw: st.DrawFn, body: bytes) -> bytes:
 
 
 @st.composite
-def requests(draw: st.DrawFn) -> tuple[bytes, Request]:
-    """A valid request as bytes, and the Request it must parse to."""
+def requests(draw: st.DrawFn) -> tuple[bytes, HttpRequest]:
+    """A valid request as bytes, and the HttpRequest it must parse to."""
     method = draw(st.sampled_from(["GET", "POST", "PUT"]) | tokens)
     target = "/" + draw(targets)
     version = draw(st.sampled_from(["HTTP/1.1", "HTTP/1.0"]))
@@ -538,13 +542,13 @@ def requests(draw: st.DrawFn) -> tuple[bytes, Request]:
     data += draw(chunked(body)) if framing == "chunked" else body
     tokens_ = {t.strip().lower() for t in (connection or "").split(",")}
     keep_alive = "close" not in tokens_ and (version == "HTTP/1.1" or "keep-alive" in tokens_)
-    return data, Request(method, target, version, headers, body, keep_alive)
+    return data, HttpRequest(method, target, version, headers, body, keep_alive)
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(requests(), min_size=1, max_size=6), st.data())
 def test_any_split_of_a_stream_gives_the_same_requests(
-    stream: list[tuple[bytes, Request]], data: st.DataObject
+    stream: list[tuple[bytes, HttpRequest]], data: st.DataObject
 ) -> None:
     whole = b"".join(raw for raw, _ in stream)
     expected = [request for _, request in stream]
@@ -580,7 +584,7 @@ def test_any_split_of_a_stream_gives_the_same_requests(
         (get("/drpc/exclaim/", method="POST", body=b"a%20b+c"), ("exclaim", "a%20b+c")),
     ],
 )
-def test_drpc_routes(request_: Request, route: tuple[str, str]) -> None:
+def test_drpc_routes(request_: HttpRequest, route: tuple[str, str]) -> None:
     assert drpc_route(request_) == route
 
 
@@ -644,7 +648,7 @@ def test_other_methods_are_405_with_allow(method: str, target: str, allow: str) 
         (get("/drpc/f", method="POST", body=b"\xed\xa0\x80"), "not UTF-8"),  # a surrogate
     ],
 )
-def test_bad_arguments_are_400(request_: Request, words: str) -> None:
+def test_bad_arguments_are_400(request_: HttpRequest, words: str) -> None:
     with pytest.raises(HttpError) as caught:
         drpc_route(request_)
     assert (caught.value.status, caught.value.close) == (400, False)
