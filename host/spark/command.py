@@ -94,7 +94,7 @@ def spark(
         model = with_overrides(loaded, parse_overrides(overrides))
         plan = make_plan(model)
         if explain:
-            click.echo(explain_text(plan), nl=False)
+            click.echo(explain_text(plan, master), nl=False)
             sys.exit(EXIT_OK)
         from host.spark.engine import SparkEngine, default_checkpoint
 

@@ -1,4 +1,4 @@
-"""`explain(plan) -> str`: a Plan as text, one block per stage, in the tone of `python -m host
+"""`explain(plan, master=None) -> str`: a Plan as text, one block per stage, in the tone of `python -m host
 validate` (`python -m host spark TOPOLOGY --explain`; docs/spark.md §2.6). Pure."""
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from host.spark.plan import (
     Plan,
     Stage,
 )
-from host.spark.shipping import AUTO, components_in, directories
+from host.spark.session_settings import MASTER_KEY
+from host.spark.shipping import AUTO, components_in, directories, is_local, ships
 from host.spark.spark_input import file_backed
 from host.spark.spout_mix import sources_lines
 from host.topology import settings as cfg
@@ -68,7 +69,9 @@ _ROLE_TEXT = {
 _LANGUAGES = {"python": "Python", "node": "Node", "nodejs": "Node", "bash": "bash", "sh": "sh"}
 
 
-def explain(plan: Plan) -> str:
+def explain(plan: Plan, master: str | None = None) -> str:
+    """`master`: the command's --master, which says whether the components' directories are
+    shipped (else the topology's spark.master does, else the rule is said)."""
     topology = plan.topology
     partitions = sum(s.partitions for s in plan.stages)
     where = f"{topology.source}: " if topology.source else ""
@@ -95,26 +98,38 @@ def explain(plan: Plan) -> str:
                 f"  idle micro-batches: one after {idle:g} s with none, while the spouts emit "
                 f"nothing (host.spark.idle.batch.secs), so that ticking bolts get their ticks"
             )
-    lines.extend(_shipping_lines(topology))
+    lines.extend(_shipping_lines(topology, master or topology.config.get(MASTER_KEY)))
     for number, stage in enumerate(plan.stages, 1):
         lines.extend(_stage_lines(number, stage, idle))
     return "\n".join(lines) + "\n"
 
 
-def _shipping_lines(topology: Topology) -> list[str]:
+def _shipping_lines(topology: Topology, master: object) -> list[str]:
     """Where the executors find the components' directories (host/spark/shipping.py, docs/spark.md
-    §6.1); the master is not known here, so `auto` is said as a rule."""
-    setting = cfg.settings_for(topology).spark_ship
-    when = {
-        AUTO: "shipped to the executors as archives when the master is not local",
-        True: "shipped to the executors as archives",
-        False: "not shipped: every executor host needs them at these paths",
-    }[setting]
+    §6.1); without a master named, `auto` is said as a rule."""
     dirs = directories(topology)
     if not dirs:
         return []
+    setting = cfg.settings_for(topology).spark_ship
     named = "; ".join(f"{d} ({', '.join(components_in(topology, d))})" for d in dirs)
-    return [f"  component directories: {named}: {when} ({cfg.SPARK_SHIP}: {_yaml(setting)})"]
+    why = f"{cfg.SPARK_SHIP}: {_yaml(setting)}"
+    if setting == AUTO and isinstance(master, str):
+        shipped = ships(topology, master)
+        why += f", master {master}"
+    elif setting == AUTO:
+        return [
+            f"  component directories: {named}: shipped to the executors as archives when the "
+            f"master is not local ({why})"
+        ]
+    else:
+        shipped = bool(setting)
+    if shipped:
+        when = "shipped to the executors as archives"
+    elif isinstance(master, str) and is_local(master):
+        when = "not shipped: the executors run on this host"
+    else:
+        when = "not shipped: every executor host needs them at these paths"
+    return [f"  component directories: {named}: {when} ({why})"]
 
 
 def _yaml(value: str | bool) -> str:

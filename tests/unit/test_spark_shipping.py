@@ -152,3 +152,56 @@ def test_an_executor_runs_a_component_in_the_copy_of_its_directory_or_of_an_ance
 
 def test_outside_a_spark_task_a_component_runs_where_it_was_loaded() -> None:
     assert launch_dir("/top/resources") == "/top/resources"  # the driver's own processes
+
+
+@pytest.mark.parametrize(
+    ("master", "config", "said"),
+    [
+        (
+            None,
+            {},
+            "shipped to the executors as archives when the master is not local "
+            "(host.spark.ship: auto)",
+        ),
+        (
+            "spark://m:7077",
+            {},
+            "shipped to the executors as archives (host.spark.ship: auto, master spark://m:7077)",
+        ),
+        (
+            None,
+            {"spark.master": "yarn"},
+            "shipped to the executors as archives (host.spark.ship: auto, master yarn)",
+        ),
+        (
+            "local[2]",
+            {},
+            "not shipped: the executors run on this host (host.spark.ship: auto, master local[2])",
+        ),
+        (
+            "spark://m:7077",
+            {SPARK_SHIP: False},
+            "not shipped: every executor host needs them at these paths (host.spark.ship: false)",
+        ),
+        (
+            "local[2]",
+            {SPARK_SHIP: True},
+            "shipped to the executors as archives (host.spark.ship: true)",
+        ),
+    ],
+)
+def test_explain_says_whether_the_directories_are_shipped(master, config, said) -> None:
+    from host.spark.explain import explain
+    from host.spark.plan import plan
+    from host.topology.files import load
+
+    root = Path(__file__).resolve().parents[2]
+    example = str(root / "examples" / "transactional" / "wordcount-sqlite" / "topology.yaml")
+    loaded = load(example)
+    topology = replace(loaded, config={**loaded.config, **config})
+    lines = explain(plan(topology), master).splitlines()
+    shipping = [line for line in lines if line.startswith("  component directories: ")]
+    directory = os.path.dirname(os.path.abspath(example))
+    assert shipping == [
+        f"  component directories: {directory} (lines, split, count, store): {said}"
+    ]
