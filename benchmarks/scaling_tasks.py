@@ -74,7 +74,8 @@ def _label(split: str, n: int) -> str:
 
 
 def _processes(split: str, n: int) -> int:
-    """The topology's processes: the spout, the split tasks (with a jq each in bash), the count."""
+    """The processes the topology starts: the spout, the split tasks (in bash with a jq each,
+    which reads the handshake and ends: shell-frames/1), the count."""
     return 1 + n * (2 if split == "bash" else 1) + n
 
 

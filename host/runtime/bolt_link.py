@@ -44,6 +44,7 @@ from multilang.messages import (
     TupleMessage,
 )
 from multilang.serializers import Serializer
+from multilang.shell_frames import ShellFrames
 
 log = logging.getLogger("host")
 
@@ -104,6 +105,20 @@ class BoltLink(Link):
         self.beats.clear()
         self.read_past = -math.inf
         self.group_written = -math.inf
+
+    def use_serializer(self, ser: Serializer) -> bool:
+        """Tuples queued before its pid reply were written in the serializer then in use; they
+        are rewritten from JSON into shell frames. The other way (a process that does not take
+        the shell frames its predecessor took) cannot be done: False."""
+        old, self.ser = self.ser, ser
+        if old is ser or not self.backlog:
+            return True
+        if not isinstance(ser, ShellFrames) or isinstance(old, ShellFrames):
+            return False
+        self.backlog = deque(
+            (tid, roots, ser.from_json(frame)) for tid, roots, frame in self.backlog
+        )
+        return True
 
     # -- delivery --------------------------------------------------------------------------------
     def offer(self, tid: int, roots: tuple, frame: bytes) -> None:

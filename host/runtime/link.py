@@ -67,6 +67,9 @@ class Link:
         self.component = component
         self.cid = component.id
         self.task = task
+        # what it is written in: its component's serializer (the handshake always), or shell
+        # frames once its process took them (`use_serializer`; multilang/shell_frames.py)
+        self.base_ser = ser
         self.ser = ser
         self.stats = stats
         self.log = log
@@ -85,6 +88,12 @@ class Link:
         self.routes: dict[str, Any] = {}
         self.prefixes: dict[str, tuple[Serializer, bytes]] = {}
         self.metrics_capped = False  # the metric-name cap was reported
+
+    def use_serializer(self, ser: Serializer) -> bool:
+        """From its pid reply on, it is written in `ser` (False: what is queued for it cannot
+        be, see BoltLink)."""
+        self.ser = ser
+        return True
 
     @property
     def name(self) -> str:

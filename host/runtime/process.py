@@ -24,6 +24,7 @@ from typing import IO
 from host.runtime.task_priority import TaskPriority
 from host.topology.model import Component
 from multilang.paths import client_environment
+from multilang.shell_frames import OFFER_ENV
 
 _PR_SET_PDEATHSIG = 1
 log = logging.getLogger(__name__)
@@ -103,6 +104,9 @@ def child_environment(component: Component) -> dict[str, str]:
     from host.topology.commands import host_bin_dir
 
     env = client_environment()
+    # offered by host local's supervision alone, to its own children: not passed on from a host
+    # that started this one, nor to what the Spark engine starts (multilang/shell_frames.py)
+    env.pop(OFFER_ENV, None)
     env["PATH"] = host_bin_dir() + os.pathsep + env.get("PATH", "")
     for key, value in component.env.items():
         if key == "PATH":

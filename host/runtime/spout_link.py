@@ -28,6 +28,7 @@ from host.topology.model import Component
 from multilang.codec import EncodeError
 from multilang.messages import PIPELINE_EXT, Emit, SpoutCommand, Sync
 from multilang.serializers import Serializer
+from multilang.shell_frames import ShellFrames
 
 # a `next` is written ahead of the previous one's sync only while the `next`s in flight are
 # expected to emit fewer tuples than this: enough to keep a one-tuple-per-`next` spout busy, while
@@ -92,6 +93,21 @@ class SpoutLink(Link):
         self.idle_sleep = 0.0
         self.next_at = 0.0
         self.next_depth = self.ack_batch = 1  # a new process: lock-step until its pid reply
+
+    def use_serializer(self, ser: Serializer) -> bool:
+        """The lock-step commands are encoded again; queued commands were written in JSON, the
+        handshake's serializer, and are rewritten (the other way cannot be: False)."""
+        old, self.ser = self.ser, ser
+        if old is ser:
+            return True
+        self.next_frame = ser.encode(SpoutCommand("next", ""))
+        self.activate_frame = ser.encode(SpoutCommand("activate", ""))
+        self.deactivate_frame = ser.encode(SpoutCommand("deactivate", ""))
+        if self.commands:
+            if not isinstance(ser, ShellFrames) or isinstance(old, ShellFrames):
+                return False
+            self.commands = deque(ser.from_json(c) for c in self.commands)
+        return True
 
     def negotiate(self, ext: tuple[str, ...]) -> None:
         """Its pid reply came with these extensions: pipeline commands or keep to lock-step."""

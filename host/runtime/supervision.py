@@ -27,6 +27,7 @@ from host.runtime.reaping import reap
 from host.runtime.spout_link import SpoutLink
 from host.runtime.task import Task
 from host.topology.settings import Settings
+from multilang import shell_frames
 from multilang.codec import EncodeError, ProtocolError, shorten
 from multilang.messages import BATCH_EXT, Handshake, Pid
 
@@ -64,10 +65,11 @@ class Supervision:
     # -- starting --------------------------------------------------------------------------------
     def start(self, task: Task) -> None:
         link = task.link
+        env = child_environment(link.component)
+        if link.base_ser.name == "json":  # our bash library may take them (`_on_pid`)
+            env[shell_frames.OFFER_ENV] = shell_frames.EXT
         try:
-            child = self.launcher.start(
-                list(link.component.command), link.component.cwd, child_environment(link.component)
-            )
+            child = self.launcher.start(list(link.component.command), link.component.cwd, env)
         except OSError as exc:
             task.lifecycle.to(State.STARTING)
             self.fault(task, f"cannot start {list(link.component.command)!r}: {exc}")
@@ -75,7 +77,7 @@ class Supervision:
         task.child = child
         self.started_pids.append(child.pid)
         task.lifecycle.to(State.STARTING)
-        task.decoder = link.ser.decoder(self.settings.max_frame_bytes)
+        task.decoder = link.base_ser.decoder(self.settings.max_frame_bytes)
         task.pre_pid = []
         link.attach(child.stdin_fd)
         link.log.new_process(child.pid)
@@ -91,10 +93,9 @@ class Supervision:
             lambda: self._handshake_overdue(task),
         )
         try:
+            ser = link.base_ser  # whatever its predecessor took: its pid reply decides
             link.write(
-                link.ser.encode(
-                    Handshake(self.pid_dir, task.conf, link.ser.handshake_context(task.context))
-                )
+                ser.encode(Handshake(self.pid_dir, task.conf, ser.handshake_context(task.context)))
             )
         except EncodeError as exc:
             self.fault(task, f"the handshake cannot be encoded: {exc}")
@@ -115,6 +116,16 @@ class Supervision:
                 f"it is declared `batch: {link.component.batch}`, and its library did not "
                 f"announce the {BATCH_EXT} extension in its pid reply ({reply.ext or 'none'}): "
                 "it cannot take part in transactional batches (docs/transactional.md §4)",
+            )
+            return
+        # shell-frames/1 (multilang/shell_frames.py): from now on it is written bash commands
+        chars = shell_frames.taken(reply.ext) if link.base_ser.name == "json" else None
+        ser = link.base_ser if chars is None else shell_frames.shell_frames(chars)
+        if not link.use_serializer(ser):
+            self.refuse(
+                task,
+                f"its previous process took {shell_frames.EXT} and this one did not "
+                f"({reply.ext or 'none'}): what is queued for it is written for the former",
             )
             return
         task.lifecycle.to(State.RUNNING)

@@ -46,7 +46,7 @@ class BoltInput:
     _input: Iterator[InputTuple] | None
     _tx: bytes | None
     _finish_due: Attempt | None
-    _fast: bool
+    _fast_write: bool
     _prefix_key: tuple[str, str, int] | None
     _prefix: bytes
     _urgent: list[bytes]
@@ -104,8 +104,8 @@ class BoltInput:
             in_flight, tx = pending.in_flight, self._tx
             room = self.window - len(in_flight)
             ser = self.ser
-            fast_values = ujson_dumps if self._fast else None
-            quick_values = quick_values_json if self._fast else None
+            fast_values = ujson_dumps if self._fast_write else None
+            quick_values = quick_values_json if self._fast_write else None
             key, prefix, tid = self._prefix_key, self._prefix, pending.next_id
             append = parts.append
             try:

@@ -67,6 +67,7 @@ from host.spark.stderr_tags import TaggedLog
 from host.spark.ticks import TickSchedule
 from host.topology.component_config import component_settings, tick_freq
 from host.topology.model import Topology
+from multilang import shell_frames as frames
 from multilang.codec import (
     EncodeError,
     Framer,
@@ -184,7 +185,8 @@ class ComponentProcess(BoltInput, BoltOutput):
         self.window = settings.bolt_max_in_flight
         self.tick_freq = tick_freq(topology, comp)
         self.max_frame = settings.max_frame_bytes
-        self.ser = serializer(comp.serializer)
+        # the handshake's and what is read; what is written may become shell frames (`start`)
+        self.base_ser = self.ser = serializer(comp.serializer)
         router = Router(topology, {c: list(t) for c, t in tasks.component_tasks.items()})
         self._router = router
         self._choosers = {s: router.chooser(comp.id, s) for s in comp.outputs}
@@ -230,6 +232,7 @@ class ComponentProcess(BoltInput, BoltOutput):
         self._emits: list[Emit | PlainEmits] = []  # read and not yet yielded
         self._carry = ""  # the fast path's bytes after the last complete frame, decoded
         self._fast = self.ser.name == "json" and ujson_dumps is not None
+        self._fast_write = self._fast  # JSON frames built inline (bolt_input.py `_fill`)
         self._fast_count = (
             self._counted.get(DEFAULT_STREAM, -1)
             if DEFAULT_STREAM in self.component.outputs
@@ -249,13 +252,17 @@ class ComponentProcess(BoltInput, BoltOutput):
         if self.child is not None:
             raise RuntimeError(f"{self.name} is already started")
         comp = self.component
+        self.ser = self.base_ser  # whatever its predecessor took: its pid reply decides
         self._reset_process_state()
         self.broken = False
         try:
             if self._own_pid_dir:
                 self.pid_dir = tempfile.mkdtemp(prefix=f"multilang-spark-{comp.id}-")
             cwd = launch_dir(comp.cwd)  # a cluster's executor: the shipped copy
-            child = self.launcher.start(list(comp.command), cwd, child_environment(comp))
+            env = child_environment(comp)
+            if self.base_ser.name == "json":  # our bash library takes them (as under host local)
+                env[frames.OFFER_ENV] = frames.EXT
+            child = self.launcher.start(list(comp.command), cwd, env)
         except OSError as exc:
             self.broken = True
             if self._own_pid_dir and self.pid_dir:
@@ -284,6 +291,10 @@ class ComponentProcess(BoltInput, BoltOutput):
                 if self.clock() > deadline:
                     self._fail(f"no pid reply within {self.handshake_timeout:g}s of the handshake")
                 self._turn(min(1.0, max(0.0, deadline - self.clock())))
+            chars = frames.taken(self._pid_reply.ext) if self.base_ser.name == "json" else None
+            if chars is not None:  # shell-frames/1: from now on it is written bash commands
+                self.ser = frames.shell_frames(chars)
+                self._fast_write = False
         except BaseException:
             self._discard()
             raise

@@ -14,6 +14,7 @@ import time
 from typing import IO, Any
 
 from host.topology.commands import host_bin_dir
+from multilang import shell_frames as frames
 from multilang.codec import DEFAULT_MAX_FRAME, EncodeError, Framer, ProtocolError, dumps, to_wire
 from multilang.messages import (
     ACKER_COMPONENT,
@@ -90,7 +91,12 @@ class ComponentPeer:
         cwd: str | None = None,
         env: dict[str, str] | None = None,
         serializer: str | Serializer = "json",
+        shell_frames: bool = False,
     ):
+        """`shell_frames`: offer `shell-frames/1` as the host does (multilang/shell_frames.py);
+        a bash component of ours takes it in its pid reply, and from then on what is sent to it
+        is written as shell frames (its transcript shows the JSON form). Off by default, so that
+        a JSON transcript shows exactly what was written (and `send_raw` can send bad JSON)."""
         self.serializer = (
             serializer_named(serializer) if isinstance(serializer, str) else serializer
         )
@@ -99,6 +105,9 @@ class ComponentPeer:
         self.extensions: tuple[str, ...] = ()  # set by `handshake`
         full_env = client_environment(env)
         full_env["PATH"] = host_bin_dir() + os.pathsep + full_env.get("PATH", "")
+        self.shell_frames = False  # set by `handshake` when the component took them
+        if shell_frames and self.serializer.name == "json":
+            full_env[frames.OFFER_ENV] = frames.EXT
         self.transcript: list[str] = []
         self._json = self.serializer.name == "json"
         self._tee = Framer(DEFAULT_MAX_FRAME) if self._json else None
@@ -137,7 +146,7 @@ class ComponentPeer:
         self.transcript.append(f"   {text}")
 
     def _sent(self, data: bytes, message: Any = None) -> None:
-        if message is not None and not self._json:
+        if message is not None and (not self._json or self.shell_frames):
             try:
                 self.transcript.append(f"-> {dumps(to_wire(message))}")
             except (EncodeError, KeyError):
@@ -200,6 +209,10 @@ class ComponentPeer:
         self.wait_pid_file(pid.pid, timeout)
         assert str(pid.pid) in os.listdir(self.pid_dir), "pid file not created"
         self.extensions = pid.ext  # what its pid reply announced (docs/protocol.md)
+        chars = frames.taken(pid.ext) if self.serializer.name == "json" else None
+        if chars is not None:
+            self.serializer = frames.shell_frames(chars)  # what it reads is still JSON
+            self.shell_frames = True
         return pid.pid
 
     def wait_pid_file(self, pid: int, timeout: float = 10) -> bool:

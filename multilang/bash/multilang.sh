@@ -180,6 +180,7 @@ _ML_DONE=0          # the current tuple was acked or failed by the user
 _ML_STASH=()        # messages read while waiting for task ids, handled afterwards
 _ML_STASH_HEAD=0
 _ML_JQPID=''
+_ML_STARTED=''
 _ML_FROM_JQ=''
 _ML_ROLE=''
 _ML_SHOOK=0          # the handshake was seen
@@ -984,10 +985,11 @@ run_spout() {
 # Starts jq, does the handshake, calls on_init. The arguments name the user's functions.
 # Locals carry the _ml_ prefix: on_init runs inside this function and sees them.
 _ml_start() {
-    if [[ -n $_ML_JQPID ]]; then
+    if [[ -n $_ML_STARTED ]]; then
         printf 'multilang.sh: a runner (run_bolt, run_spout, ...) can be called only once\n' >&2
         exit 2
     fi
+    _ML_STARTED=1
     local _ml_f
     for _ml_f; do
         if [[ -n $_ml_f ]] && ! declare -F "$_ml_f" >/dev/null; then
@@ -1016,7 +1018,16 @@ _ml_start() {
                               --argjson batch "$_ml_batch" \
                               "$_ML_JQ_PROGRAM" 0<&"$_ML_IN" {_ML_IN}<&- {_ML_OUT}>&-)
     _ML_JQPID=$!
-    exec {_ML_IN}<&-  # only jq reads the host's messages
+    # shell-frames/1 (docs/protocol.md, "Protocol extensions"): a host that offers it writes
+    # every message after the handshake as the jq program would have turned it into a command,
+    # so jq is needed for the handshake only. Not for the batch runners (their messages are
+    # written by the host's batch layer as JSON).
+    local _ml_frames=''
+    if [[ " ${MULTILANG_HOST_EXT-} " == *" shell-frames/1 "* && -z $_ML_BATCH ]]; then
+        _ml_frames="shell-frames/1;$([[ $_ml_bytes == true ]] && echo bytes || echo chars)"
+    else
+        exec {_ML_IN}<&-  # only jq reads the host's messages
+    fi
     if ! _ml_read_jq; then
         _ml_eof
     fi
@@ -1028,11 +1039,20 @@ _ml_start() {
     if [[ -n $_ML_BATCH ]]; then
         _ml_batch_handshake
     fi
+    if [[ -n $_ml_frames ]]; then
+        # the host writes nothing more before our pid reply, so jq has read the handshake and
+        # nothing after it: it can go, and we read the host's messages ourselves
+        kill "$_ML_JQPID" 2>/dev/null || :  # `|| :`: scripts may run under `set -e`
+        wait "$_ML_JQPID" 2>/dev/null || :
+        _ML_JQPID=''
+        exec {_ML_FROM_JQ}<&-
+        _ML_FROM_JQ=$_ML_IN
+    fi
     # The pid goes out now, not after on_init, which may take its time; the file exists by then.
     # pipeline/1: commands are answered one at a time, in order, so the host may write them
     # ahead of our syncs (docs/protocol.md, "Protocol extensions"); batch/1 from the batch
     # runners only (docs/transactional.md §4.1)
-    _ML_BUF+="{\"pid\":$$,\"ext\":[\"pipeline/1\"${_ML_BATCH:+,\"batch/1\"}]}$_ML_END"
+    _ML_BUF+="{\"pid\":$$,\"ext\":[\"pipeline/1\"${_ML_BATCH:+,\"batch/1\"}${_ml_frames:+,\"$_ml_frames\"}]}$_ML_END"
     if ! : >"$MULTILANG_PID_DIR/$$"; then
         _ml_error "cannot create the pid file $MULTILANG_PID_DIR/$$"
     fi

@@ -47,12 +47,17 @@ NASTY = [
 ]
 
 
-@pytest.fixture
-def peers():
+# Every test runs twice: as under Storm (the library's jq co-process reads the host's JSON), and
+# as under this host, which offers shell-frames/1 (multilang/shell_frames.py: the library stops
+# jq after the handshake and reads bash commands). Tests that send JSON of their own run the
+# first only.
+@pytest.fixture(params=["jq", "shell-frames"])
+def peers(request):
     started: list[ComponentPeer] = []
+    offered = request.param == "shell-frames"
 
     def start(script: str, env: dict | None = None) -> ComponentPeer:
-        peer = ComponentPeer(["bash", script], env=env)
+        peer = ComponentPeer(["bash", script], env=env, shell_frames=offered)
         started.append(peer)
         return peer
 
@@ -300,6 +305,40 @@ def test_stdout_of_user_code_goes_to_stderr(peers):
     assert b"to stdout, must not reach the protocol" in peer.stderr
 
 
+def _jq_children(pid: int) -> list[int]:
+    with open(f"/proc/{pid}/task/{pid}/children") as f:
+        children = [int(c) for c in f.read().split()]
+    out = []
+    for c in children:
+        try:
+            with open(f"/proc/{c}/cmdline", "rb") as f:
+                if f.read().split(b"\0")[0].endswith(b"jq"):
+                    out.append(c)
+        except FileNotFoundError:
+            pass
+    return out
+
+
+@pytest.mark.parametrize("offered", [False, True])
+def test_offered_shell_frames_the_library_stops_jq_and_takes_them(offered):
+    peer = ComponentPeer(["bash", SCRIPTED], shell_frames=offered)
+    try:
+        peer.handshake(context=make_context(taskid=3, componentid="bolt"))
+        took = [e.split(";")[0] for e in peer.extensions if e.startswith("shell-frames/")]
+        assert took == (["shell-frames/1"] if offered else [])
+        # it answered the handshake after jq was gone; without the offer jq reads for it
+        assert bool(_jq_children(peer.proc.pid)) == (not offered)
+        assert peer.shell_frames == offered
+        peer.read()  # on_init's log
+        peer.tuple("1", ["emit", "a'b c", "é"])
+        assert emits_then_ack(peer, "1")[0].values == ["a'b c", "é"]
+        assert peer.close() == 0  # the end of its input, read by jq or by bash itself
+    finally:
+        peer.close()
+        shutil.rmtree(peer.pid_dir, ignore_errors=True)
+
+
+@pytest.mark.parametrize("peers", ["jq"], indirect=True)  # malformed JSON is jq's to read
 def test_unknown_host_message_is_logged_and_ignored(peers):
     peer = bolt(peers)
     peer.send_raw(b'{"what": 1}\nend\nnot json\nend\n')
@@ -400,6 +439,7 @@ def test_emit_each_with_nothing_to_escape(peers, locale):
     assert peer.read() == Ack("8")
 
 
+@pytest.mark.parametrize("peers", ["jq"], indirect=True)  # JSON is jq's to read
 def test_multi_line_host_json_is_accepted(peers):
     peer = bolt(peers)
     peer.send_raw(
@@ -495,6 +535,7 @@ def test_spout_without_hooks_still_syncs(peers):
 # ---- ending -------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("peers", ["jq"], indirect=True)  # jq past the handshake
 def test_exit_0_on_stdin_eof_without_leftover_jq(peers):
     peer = bolt(peers)
     [jq] = children(peer.proc.pid)
@@ -508,6 +549,7 @@ def test_exit_0_on_stdin_eof_without_leftover_jq(peers):
     assert gone(jq)
 
 
+@pytest.mark.parametrize("peers", ["jq"], indirect=True)  # jq past the handshake
 def test_jq_dies_when_bash_is_terminated(peers):
     peer = bolt(peers)
     [jq] = children(peer.proc.pid)
@@ -516,6 +558,7 @@ def test_jq_dies_when_bash_is_terminated(peers):
     assert gone(jq)
 
 
+@pytest.mark.parametrize("peers", ["jq"], indirect=True)  # jq past the handshake
 def test_jq_dies_when_user_code_exits(peers):
     peer = bolt(peers)
     [jq] = children(peer.proc.pid)

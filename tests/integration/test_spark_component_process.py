@@ -133,6 +133,12 @@ def test_the_example_topology_file_runs_as_under_host_local(procs):
     assert proc.context["componentid"] == "split"
     lines = sentences(500)
     assert words_of(proc, lines) == expected_words(lines)
+    # our bash library took shell-frames/1 (multilang/shell_frames.py): it was written bash
+    # commands, and a process started again takes them again
+    assert proc.ser.name == "shell-frames" and proc.base_ser.name == "json"
+    proc.close(grace=1.0)
+    assert words_of(proc, lines[:50]) == expected_words(lines[:50])
+    assert proc.ser.name == "shell-frames"
 
 
 def test_storm_py_style_task_id_replies_are_answered(procs, tmp_path):

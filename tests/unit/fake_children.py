@@ -35,6 +35,19 @@ class FakeChild:
         self.stdin_closed_by_host = False
         self.ignores_sigterm = False
         self._decoder = HostDecoder()
+        self.env: dict = {}  # what the launcher was given
+
+    def received_bytes(self) -> bytes:
+        """What the host wrote since the last call, undecoded (shell frames are not JSON)."""
+        out = b""
+        while True:
+            try:
+                data = os.read(self._stdin_r, 1 << 16)
+            except BlockingIOError:
+                return out
+            if not data:
+                return out
+            out += data
 
     # -- the Child interface the runtime uses ----------------------------------------------------
     def poll(self) -> int | None:
@@ -121,6 +134,7 @@ class FakeLauncher:
 
     def start(self, argv: list[str], cwd: str, env: dict) -> FakeChild:
         child = FakeChild(argv)
+        child.env = env
         self.children.append(child)
         return child
 
