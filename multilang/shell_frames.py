@@ -100,7 +100,10 @@ def jq_tojson(v: Any) -> str:
     if isinstance(v, str):
         return jq_string(_valid(v))
     if isinstance(v, int):
-        return jq_number(float(v))
+        try:
+            return jq_number(float(v))
+        except OverflowError:  # beyond a double: jq reads it as the largest one
+            return jq_number(math.inf if v > 0 else -math.inf)
     if isinstance(v, float):
         return jq_number(v)
     if isinstance(v, (list, tuple)):

@@ -242,15 +242,20 @@ def _example(parent: Path) -> Path:
     return example
 
 
-def test_host_spark_with_a_standalone_master(cluster: dict[str, Any], tmp_path: Path) -> None:
-    example = _example(tmp_path)
-    before = _app_ids(cluster)
-    out = run_ok(
+def _host_spark(cluster: dict[str, Any], example: Path, checkpoint: Path) -> str:
+    """§6.3's first recipe: `python -m host spark … --master spark://…`; its output."""
+    return run_ok(
         [sys.executable, "-m", "host", "spark", str(example / "topology.yaml")]
-        + ["--master", cluster["url"], "--checkpoint", str(tmp_path / "checkpoint")]
+        + ["--master", cluster["url"], "--checkpoint", str(checkpoint)]
         + ["--trigger", "0.5", "--max-batches", str(BATCHES), *_cluster_conf(cluster)],
         WAIT_SECS * 2,
     )
+
+
+def test_host_spark_with_a_standalone_master(cluster: dict[str, Any], tmp_path: Path) -> None:
+    example = _example(tmp_path)
+    before = _app_ids(cluster)
+    out = _host_spark(cluster, example, tmp_path / "checkpoint")
     _check_run(cluster, example, out, before)
 
 
@@ -295,10 +300,5 @@ def test_the_executors_run_a_topology_they_cannot_see(
     assert (example / "topology.yaml").exists()  # the driver's view
     assert worker_view.parent.is_dir() and not any(worker_view.parent.iterdir())  # the worker's
     before = _app_ids(cluster)
-    out = run_ok(
-        [sys.executable, "-m", "host", "spark", str(example / "topology.yaml")]
-        + ["--master", cluster["url"], "--checkpoint", str(tmp_path / "checkpoint")]
-        + ["--trigger", "0.5", "--max-batches", str(BATCHES), *_cluster_conf(cluster)],
-        WAIT_SECS * 2,
-    )
+    out = _host_spark(cluster, example, tmp_path / "checkpoint")
     _check_run(cluster, example, out, before)

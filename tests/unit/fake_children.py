@@ -37,18 +37,6 @@ class FakeChild:
         self._decoder = HostDecoder()
         self.env: dict = {}  # what the launcher was given
 
-    def received_bytes(self) -> bytes:
-        """What the host wrote since the last call, undecoded (shell frames are not JSON)."""
-        out = b""
-        while True:
-            try:
-                data = os.read(self._stdin_r, 1 << 16)
-            except BlockingIOError:
-                return out
-            if not data:
-                return out
-            out += data
-
     # -- the Child interface the runtime uses ----------------------------------------------------
     def poll(self) -> int | None:
         if self.exit_status is None and self._status_on_exit is not None:
@@ -83,15 +71,20 @@ class FakeChild:
     # -- the component's side, played by the test ------------------------------------------------
     def received(self) -> list:
         """The messages the host wrote since the last call."""
-        out: list = []
+        return self._decoder.feed(self.received_bytes())
+
+    def received_bytes(self) -> bytes:
+        """What the host wrote since the last call, undecoded (shell frames are not JSON)."""
+        chunks = []
         while True:
             try:
                 data = os.read(self._stdin_r, 1 << 16)
             except BlockingIOError:
-                return out
+                break
             if not data:
-                return out
-            out.extend(self._decoder.feed(data))
+                break
+            chunks.append(data)
+        return b"".join(chunks)
 
     def send(self, **message: object) -> None:
         self.write(dumps(message).encode() + b"\nend\n")

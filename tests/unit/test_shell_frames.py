@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from multilang.paths import BASH_LIBRARY
-from multilang.shell_frames import command, jq_number, shell_frames
+from multilang.shell_frames import command, jq_number, jq_tojson, shell_frames
 
 _PROGRAM = re.search(
     r"^_ML_JQ_PROGRAM='\n(.*?)^'$", BASH_LIBRARY.read_text(), re.MULTILINE | re.DOTALL
@@ -74,6 +74,8 @@ def test_numbers_are_written_as_jq_writes_them(values: list[float]) -> None:
 def test_what_json_has_no_number_for() -> None:
     assert jq_number(math.nan) == "null"
     assert jq_number(math.inf) == "1.7976931348623157e+308"
+    huge = [10**400, -(10**400)]  # beyond a double: jq reads them as the largest ones
+    assert [jq_tojson(v) for v in huge] == jq_tojson_text(huge)
 
 
 # ---- messages --------------------------------------------------------------------------------------

@@ -56,6 +56,27 @@ class Run:
                 return
         raise AssertionError(f"the spout was not asked for {left}")
 
+    def restarted_bolt(self) -> FakeChild:
+        """The bolt's process once it took the frames and exited, started again (after the
+        restart back-off, on the fake clock), its handshake read."""
+        bolt, spout = self.child("bolt"), self.child("spout")
+        spout.received()
+        spout.send(pid=spout.pid)
+        bolt.received()
+        bolt.send(pid=bolt.pid, ext=TAKEN)
+        self.steps()
+        bolt.exit(1)
+        for _ in range(50):
+            self.clock.advance(0.5)
+            self.steps()
+            if self.child("bolt") is not bolt:
+                break
+        again = self.child("bolt")
+        assert again is not bolt, "not restarted"
+        # JSON, though the link now writes shell frames
+        assert type(again.received()[0]) is Handshake
+        return again
+
     def close(self) -> None:
         for child in self.launcher.children:
             child.exit(0)
@@ -107,21 +128,7 @@ def test_queued_tuples_are_rewritten_when_the_bolt_takes_shell_frames() -> None:
 def test_a_restarted_bolt_gets_its_handshake_in_json_and_takes_the_frames_again() -> None:
     run = Run()
     try:
-        bolt, spout = run.child("bolt"), run.child("spout")
-        spout.received()
-        spout.send(pid=spout.pid)
-        bolt.received()
-        bolt.send(pid=bolt.pid, ext=TAKEN)
-        run.steps()
-        bolt.exit(1)
-        for _ in range(50):  # the restart's back-off, on the fake clock
-            run.clock.advance(0.5)
-            run.steps()
-            if run.child("bolt") is not bolt:
-                break
-        again = run.child("bolt")
-        assert again is not bolt
-        assert type(again.received()[0]) is Handshake  # JSON, though the link writes frames
+        again = run.restarted_bolt()
         run.spout_emits(["x"])  # queued in shell frames while it starts
         again.send(pid=again.pid, ext=TAKEN)
         run.steps()
@@ -133,20 +140,7 @@ def test_a_restarted_bolt_gets_its_handshake_in_json_and_takes_the_frames_again(
 def test_a_process_that_no_longer_takes_the_frames_is_refused_with_what_was_queued() -> None:
     run = Run()
     try:
-        bolt, spout = run.child("bolt"), run.child("spout")
-        spout.received()
-        spout.send(pid=spout.pid)
-        bolt.received()
-        bolt.send(pid=bolt.pid, ext=TAKEN)
-        run.steps()
-        bolt.exit(1)
-        for _ in range(50):
-            run.clock.advance(0.5)
-            run.steps()
-            if run.child("bolt") is not bolt:
-                break
-        again = run.child("bolt")
-        again.received()
+        again = run.restarted_bolt()
         run.spout_emits(["x"])  # queued as shell frames
         again.send(pid=again.pid)  # and this process reads JSON only
         run.steps()
