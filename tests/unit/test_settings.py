@@ -82,6 +82,8 @@ def test_defaults():
         "host.drpc.max.connections": 1024,
         "host.spark.batch.max.tuples": 10_000,
         "host.spark.kafka.batch.max.records": 1000,
+        "host.spark.ship": "auto",
+        "host.spark.ship.max.mb": 512,
     }
 
 
