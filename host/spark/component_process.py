@@ -54,12 +54,13 @@ from typing import Any, NamedTuple
 
 from host.batch import wire
 from host.batch.tracker import Attempt
-from host.errors import HostError
 from host.runtime.context import assign_tasks, build_conf, build_context
+from host.runtime.link import REPORT_BYTES
 from host.runtime.process import Child, Launcher, child_environment, describe_exit
 from host.runtime.router import Router
 from host.spark.bolt_input import BoltInput, InputTuple
 from host.spark.bolt_output import BoltOutput, PlainEmits
+from host.spark.component_failure import ComponentFailed
 from host.spark.pending_tuples import HEARTBEAT_SECS, PendingTuples
 from host.spark.process_end import end_gently, kill_now, release
 from host.spark.shipping import launch_dir
@@ -86,7 +87,6 @@ from multilang.messages import (
 from multilang.serializers import serializer
 
 EXIT_WAIT_SECS = 1.0  # after its stdout closed, how long a process has to exit before we say so
-REPORT_BYTES = 300
 _new_tuple = tuple.__new__  # skips Emit's generated __new__ (as multilang.component_decoding)
 
 
@@ -104,38 +104,6 @@ class Tx(NamedTuple):
 
     txid: int
     attempt: int = 1
-
-
-class ComponentFailed(HostError):
-    """A run of a component's task broke; the Spark task must fail (and be retried)."""
-
-    def __init__(
-        self,
-        component: str,
-        task: int,
-        pid: int | None,
-        reason: str,
-        raw: bytes = b"",
-        stderr: tuple[str, ...] = (),
-    ) -> None:
-        self.component = component
-        self.task = task
-        self.pid = pid
-        self.reason = reason
-        self.raw = raw
-        self.stderr = stderr
-        text = f"{component}[{task}] pid={pid}: {reason}"
-        if raw:
-            text += f"; it wrote {shorten(raw, REPORT_BYTES)}"
-        if stderr:
-            text += "; its last stderr lines: " + " | ".join(stderr)
-        super().__init__(text)
-
-    def __reduce__(self) -> tuple[Any, ...]:  # picklable: Spark may ship it to the driver
-        return (
-            type(self),
-            (self.component, self.task, self.pid, self.reason, self.raw, self.stderr),
-        )
 
 
 class ComponentProcess(BoltInput, BoltOutput):
