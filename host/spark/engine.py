@@ -65,6 +65,7 @@ from host.spark.source import (
     topology_option,
 )
 from host.spark.spark_calls import bounded, first_line, set_log_levels
+from host.spark.spark_input_opener import SparkInputOpener
 from host.spark.spark_input_source import SparkInput
 from host.spark.spout_mix import check_sources
 from host.spark.staged_source import STAGED_SOURCE_NAME, StagedSpoutSource, sources_option
@@ -178,10 +179,18 @@ class SparkEngine:
         # a plain spout runs in this driver, its micro-batches staged (host/spark/staged_spouts.py),
         # beside batch spouts as its share of their batches, which the stager opens together
         # (host/spark/batch_opener.py), as it does for several batch spouts alone
-        openers = [
+        # a Spark spout's DataFrame or directory input beside other spouts: a share of each txid
+        # (host/spark/spark_input_opener.py)
+        self.inputs = [
+            SparkInputOpener(plan.topology, s.id, self.checkpoint, self.state_root)
+            for s in self.spouts
+            if s.role == SPARK_INPUT and len(self.spouts) > 1
+        ]
+        openers: list[BatchOpener | SparkInputOpener] = [
             BatchOpener(plan.topology, s.id, self.states.roots[s.id], self.run_id, max_restarts)
             for s in self.batch_spouts
         ]
+        openers += self.inputs
         self.staged = (
             StagedSpouts(
                 plan,
@@ -204,7 +213,7 @@ class SparkEngine:
         # the Spark spout's input, read by Spark itself (host/spark/spark_input_source.py, §4.8)
         self.spark_input = (
             SparkInput(plan.topology, self.spout.id, self.checkpoint, self.state_root)
-            if self.spout.role == SPARK_INPUT
+            if self.spout.role == SPARK_INPUT and not self.inputs
             else None
         )
 
@@ -271,6 +280,9 @@ class SparkEngine:
                 spark.dataSource.register(
                     BatchSpoutSource if self.staged is None else StagedSpoutSource
                 )
+            committed = BatchStore(self.state_root).currtx() - 1
+            for spark_input in self.inputs:
+                spark_input.prepare(spark, committed)
             if self.staged is not None:
                 self.staged.start()
             self._run_queries()
@@ -318,6 +330,8 @@ class SparkEngine:
             if self.batch_spouts:
                 options["topology"] = topology_option(self.plan.topology)
                 options["sources"] = sources_option(list(self.states.roots.items()))
+            if self.inputs:
+                options["inputs"] = json.dumps([i.option() for i in self.inputs])
         name = SOURCE_NAME if self.staged is None else STAGED_SOURCE_NAME
         return self._write(self.spark.readStream.format(name).options(**options).load())
 
@@ -400,6 +414,8 @@ class SparkEngine:
                 process.commit(tx)
         store.committed(txid)
         self.states.committed(txid)
+        for spark_input in self.inputs:
+            spark_input.committed(txid)
         for commits in self.kafka_commits:  # the offsets follow the committed txid (§4.7)
             commits.commit(txid)
         if self.staged is not None:

@@ -107,6 +107,49 @@ def read_files(spec: InputSpec, meta: dict[str, Any], files: Sequence[str]) -> I
             yield from source_rows(0, spec.task, tuples)
 
 
+def next_meta(spec: InputSpec, staging: str, prev: Any, max_rows: int) -> dict[str, Any] | None:
+    """The metadata of the micro-batch after `prev` (the last one's, None before the first):
+    the staged DataFrame's next files, or the next complete output directory; None when there
+    is nothing new."""
+    if spec.source == DATAFRAME:
+        manifest = staged(staging)
+        if manifest is None:
+            raise TopologyError(f"the staged DataFrame at {staging} is gone")
+        meta: dict[str, Any] | None = dataframe_batch(manifest, staging, prev, max_rows)
+        return meta
+    return _next_directory(spec, prev)
+
+
+def _next_directory(spec: InputSpec, prev: Any) -> dict[str, Any] | None:
+    path = spec.cfg.path
+    assert path is not None  # the directory source requires it (config.from_conf)
+    fs, root = filesystem(path)
+    single = exists(fs, f"{root}/{SUCCESS}") or bool(part_files(fs, root))
+    if single:  # one output directory: one micro-batch, then nothing more
+        names = [os.path.basename(root)]
+        complete = {names[0]: exists(fs, f"{root}/{SUCCESS}")}
+    else:  # a parent: its subdirectories, as the spout lists them (sources.DirectorySource)
+        names = [
+            info.base_name
+            for info in listing(fs, root)
+            if info.type == pafs.FileType.Directory and not info.base_name.startswith(("_", "."))
+        ]
+        complete = {n: exists(fs, f"{root}/{n}/{SUCCESS}") for n in names}
+    prev_name = prev.get("name") if isinstance(prev, dict) else None
+    name = next_directory(names, complete, prev_name)
+    if name is None:
+        return None
+    directory = root if single else f"{root}/{name}"
+    files = part_files(fs, directory)
+    uri = path if single else f"{path.rstrip('/')}/{name}"
+    return {
+        "input": DIRECTORY,
+        "name": name,
+        "directory": uri,
+        "files": [f"{uri}/{p.rsplit('/', 1)[1]}" for p in files],
+    }
+
+
 # ---- the streaming input's sources --------------------------------------------------------------
 
 
@@ -196,49 +239,13 @@ class SparkInputReader(DataSourceStreamReader):
             return {"txid": txid}  # chosen before a restart: those files, never others
         record = meta_record(self.root, last) if last > 0 else None
         prev = None if record is None else record.get("meta")
-        if self.spec.source == DATAFRAME:
-            manifest = staged(self.staging)
-            if manifest is None:
-                raise TopologyError(f"the staged DataFrame at {self.staging} is gone")
-            meta = dataframe_batch(manifest, self.staging, prev, self.max_rows)
-        else:
-            meta = self._next_directory(prev)
+        meta = next_meta(self.spec, self.staging, prev, self.max_rows)
         if meta is None:  # nothing new: no micro-batch this trigger, unless the bolts' ticks
             if not idle_batch_due(now, self._last_batch, self.idle_secs, 0, 0):  # want one
                 return start
             meta = idle_meta(prev, self.spec.source)
         BatchStore(self.root).put_meta(txid, meta, 0)  # before Spark sees the offset
         return {"txid": txid}
-
-    def _next_directory(self, prev: Any) -> dict[str, Any] | None:
-        path = self.spec.cfg.path
-        assert path is not None  # the directory source requires it (config.from_conf)
-        fs, root = filesystem(path)
-        single = exists(fs, f"{root}/{SUCCESS}") or bool(part_files(fs, root))
-        if single:  # one output directory: one micro-batch, then nothing more
-            names = [os.path.basename(root)]
-            complete = {names[0]: exists(fs, f"{root}/{SUCCESS}")}
-        else:  # a parent: its subdirectories, as the spout lists them (sources.DirectorySource)
-            names = [
-                info.base_name
-                for info in listing(fs, root)
-                if info.type == pafs.FileType.Directory
-                and not info.base_name.startswith(("_", "."))
-            ]
-            complete = {n: exists(fs, f"{root}/{n}/{SUCCESS}") for n in names}
-        prev_name = prev.get("name") if isinstance(prev, dict) else None
-        name = next_directory(names, complete, prev_name)
-        if name is None:
-            return None
-        directory = root if single else f"{root}/{name}"
-        files = part_files(fs, directory)
-        uri = path if single else f"{path.rstrip('/')}/{name}"
-        return {
-            "input": DIRECTORY,
-            "name": name,
-            "directory": uri,
-            "files": [f"{uri}/{p.rsplit('/', 1)[1]}" for p in files],
-        }
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
         first, last = int(start["txid"]), int(end["txid"])
@@ -297,15 +304,20 @@ class SparkInput:
             df = self._job(spark, streaming=True)
             self._check_replayable(df)
             return df.select(*self.spec.cfg.fields)
-        staging = None
-        if self.spec.source == DATAFRAME:
-            staging = self.staging
-            if staged(staging) is None:  # staged once; a restart reads the same copy
-                df = self._job(spark, streaming=False)
-                meta = {"fingerprint": self.spec.cfg.fingerprint()}
-                stage(df, staging, list(self.spec.cfg.fields), meta)
+        staging = self.stage_dataframe(spark)
         options = source_options(self.spec, self.state_root, staging, self.max_rows, self.idle_secs)
         return spark.readStream.format(SPARK_INPUT_SOURCE_NAME).options(**options).load()
+
+    def stage_dataframe(self, spark: Any) -> str | None:
+        """A DataFrame input's staging, written now unless it is there (staged once: a restart
+        reads the same copy); None for the other inputs."""
+        if self.spec.source != DATAFRAME:
+            return None
+        if staged(self.staging) is None:
+            df = self._job(spark, streaming=False)
+            meta = {"fingerprint": self.spec.cfg.fingerprint()}
+            stage(df, self.staging, list(self.spec.cfg.fields), meta)
+        return self.staging
 
     def record(self, txid: int, batch_id: int) -> dict[str, Any] | None:
         """txid's stored metadata; for a streaming input, stored now on its first run (Spark's

@@ -10,20 +10,31 @@ are one source (host/spark/staged_spouts.py stages every task of every plain spo
 txid), and beside them transactional and Kafka sources (any number of them: a topology has at
 most one `batch: spout`, but may have several Kafka spouts) open each txid together, each from
 its own coordinator, and the plain spouts' share is staged into it (host/spark/batch_opener.py).
-The Spark spout's input is read by Spark itself, which numbers its micro-batches: beside another
-spout it would be a union of sources in one query, and Spark moves only the offsets of the
-sources that have new data at a trigger, so a source whose offset is the txid would fall behind
-the batch id as soon as another made a micro-batch without it. It is refused beside any other
-spout, with that reason (docs/spark.md §5).
+A Spark spout whose input is a DataFrame or output directories runs beside them too: the
+stager adds its next files to each txid (host/spark/spark_input_opener.py), and a txid it has
+nothing new for holds none of its rows. A streaming input is read by Spark itself, which numbers
+its micro-batches: beside another spout it would be a union of sources in one query, and Spark
+moves only the offsets of the sources that have new data at a trigger, so a source whose offset
+is the txid would fall behind the batch id as soon as another made a micro-batch without it. It
+is refused beside any other spout, with that reason (docs/spark.md §4.9).
 """
 
 from __future__ import annotations
 
 from host.errors import TopologyError
-from host.spark.plan import DRIVER_SPOUT, KAFKA_SOURCE, TRANSACTIONAL_SOURCE, Plan, Stage
+from host.spark.plan import (
+    DRIVER_SPOUT,
+    KAFKA_SOURCE,
+    SPARK_INPUT,
+    TRANSACTIONAL_SOURCE,
+    Plan,
+    Stage,
+)
+from host.spark.spark_input import file_backed
 
-# the spout kinds that run together in one source: the plain spouts, staged in the driver, and
-# the batch spouts, whose coordinators open each txid together
+# the spout kinds that run together in one source: the plain spouts, staged in the driver, the
+# batch spouts, whose coordinators open each txid together, and the Spark spout when its input
+# is a DataFrame or directories (`combinable`)
 COMBINABLE = frozenset({DRIVER_SPOUT, TRANSACTIONAL_SOURCE, KAFKA_SOURCE})
 NUMBERING = frozenset({TRANSACTIONAL_SOURCE, KAFKA_SOURCE})
 
@@ -38,22 +49,31 @@ def numbering(spouts: tuple[Stage, ...]) -> tuple[Stage, ...]:
     return tuple(s for s in spouts if s.role in NUMBERING)
 
 
+def combinable(plan: Plan, spout: Stage) -> bool:
+    """Whether the spout runs beside others in one source."""
+    if spout.role == SPARK_INPUT:
+        return file_backed(plan.topology, spout.id)
+    return spout.role in COMBINABLE
+
+
 def refusal(plan: Plan) -> str | None:
     """Why the plan's spouts cannot run together on Spark, or None when they can."""
     spouts = spout_stages(plan)
     if not spouts:
         return "has no spout: a Spark query needs a source"
-    if len(spouts) == 1 or all(s.role in COMBINABLE for s in spouts):
+    if len(spouts) == 1 or all(combinable(plan, s) for s in spouts):
         return None
-    kinds = ", ".join(f"{s.id!r} ({s.role})" for s in spouts)
+    kinds = ", ".join(
+        f"{s.id!r} ({s.role}{'' if combinable(plan, s) else ', streaming'})" for s in spouts
+    )
     return (
         f"has {len(spouts)} spouts of kinds that do not run together: {kinds}. The Spark "
         "engine runs several spouts together, one micro-batch one transaction over all of "
-        "them, when they are plain spouts, transactional sources or Kafka sources; a Spark "
-        "spout's input is read by Spark, which numbers its micro-batches itself, and in a union "
-        "of sources Spark moves only the offsets of those with new data, so the txids would "
-        "drift from the micro-batches (docs/spark.md §4.9). Run the Spark spout in a topology "
-        "of its own"
+        "them, when they are plain spouts, transactional sources, Kafka sources or Spark spouts "
+        "reading a DataFrame or directories; a Spark spout's streaming input is read by Spark, "
+        "which numbers its micro-batches itself, and in a union of sources Spark moves only the "
+        "offsets of those with new data, so the txids would drift from the micro-batches "
+        "(docs/spark.md §4.9). Run the streaming Spark spout in a topology of its own"
     )
 
 
@@ -76,12 +96,27 @@ def sources_lines(plan: Plan) -> list[str]:
     if reason is not None:
         return [f"  sources: refused: the topology {reason}"]
     sources = numbering(spouts)
-    plain = len(spouts) - len(sources)
+    inputs = [s for s in spouts if s.role == SPARK_INPUT]
+    plain = len(spouts) - len(sources) - len(inputs)
     names = ", ".join(repr(s.id) for s in sources)
-    if not sources:
+    if not sources and not inputs:
         lines = [
             f"  sources: {len(spouts)} plain spouts, staged together: each micro-batch holds what "
             "every one of them emitted (one staged file per spout task), one transaction over all"
+        ]
+    elif not sources:
+        lines = [
+            f"  sources: the Spark input{'s' if len(inputs) > 1 else ''} of "
+            f"{', '.join(repr(s.id) for s in inputs)} beside {plain} plain "
+            f"spout{'s' if plain != 1 else ''} staged in the driver: each micro-batch holds what "
+            "the plain spouts emitted by then and the input's next files (none when it has "
+            "nothing new), once a trigger interval when either has something, one transaction "
+            "over all"
+        ]
+    elif not plain and len(sources) == 1:  # beside Spark inputs alone
+        lines = [
+            f"  sources: {names} opens the txids: each micro-batch is one of its batches (none "
+            "while it has none), one transaction over all"
         ]
     elif not plain:
         lines = [
@@ -97,6 +132,11 @@ def sources_lines(plan: Plan) -> list[str]:
             f"{'it has' if len(sources) == 1 else 'one of them has'} no batch), one transaction "
             "over all"
         ]
+    if sources and inputs:
+        lines.append(
+            f"  and the Spark input of {', '.join(repr(s.id) for s in inputs)} adds its next "
+            "files to each of those micro-batches (none when it has nothing new)"
+        )
     for s in spouts:
         tasks = ", ".join(map(str, s.tasks))
         lines.append(f"    {s.id}: {s.role}, task(s) {tasks}")

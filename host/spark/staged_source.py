@@ -14,7 +14,10 @@ reads the same files: the spout is never asked again.
 Beside transactional sources (docs/spark.md §4.9: the options then carry the topology and, as
 `sources`, each batch spout with the directory of its batch state, host/spark/batch_opener.py) a
 txid's partitions are those spouts' tasks, whose reads are their `batch_emit`s
-(`read_spout_partition`), then the plain spouts' staged files.
+(`read_spout_partition`), then the plain spouts' staged files. A Spark spout's DataFrame or
+directory input beside them (`inputs`: the spout, the directory of its state and its settings,
+host/spark/spark_input_opener.py) adds a partition per file of its share of the txid, read with
+the spout's own reading (host/spark/spark_input_source.py `read_files`).
 
 PySpark pickles these classes by reference to this module, and the executors import it: it
 imports none of the driver's side (no stager, no plan).
@@ -22,7 +25,9 @@ imports none of the driver's side (no stager, no plan).
 
 from __future__ import annotations
 
+import base64
 import json
+import pickle
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -38,6 +43,8 @@ from host.spark.source import (
     topology_of,
 )
 from host.spark.source_rows import SCHEMA
+from host.spark.spark_input import InputSpec
+from host.spark.spark_input_source import read_files
 from host.spark.staging import read_manifest, read_rows
 
 STAGED_SOURCE_NAME = "multilang_staged_spout"
@@ -55,6 +62,16 @@ class SourcePartition(SpoutPartition):
         super().__init__(txid, index, task)
         self.spout = spout
         self.root = root
+
+
+class InputFilePartition(InputPartition):
+    """One file of Spark spout input `input` (its place in the `inputs` option) in txid."""
+
+    def __init__(self, txid: int, input: int, path: str) -> None:
+        super().__init__((txid, input, path))
+        self.txid = txid
+        self.input = input
+        self.path = path
 
 
 class StagedPartition(InputPartition):
@@ -93,6 +110,11 @@ class StagedSpoutReader(DataSourceStreamReader):
                 (str(spout), str(root), tuple(tasks.tasks_of(spout)))
                 for spout, root in json.loads(options["sources"])
             ]
+        # the Spark spouts' inputs beside the others: (spout, state directory, settings)
+        self.inputs: list[tuple[str, str, InputSpec]] = [
+            (str(spout), str(root), pickle.loads(base64.b64decode(spec)))
+            for spout, root, spec in json.loads(options.get("inputs") or "[]")
+        ]
 
     def initialOffset(self) -> dict[str, int]:
         return initial_offset(self.root)
@@ -123,6 +145,14 @@ class StagedSpoutReader(DataSourceStreamReader):
             for spout, root, tasks in self.sources
             for i, task in enumerate(tasks)
         ]
+        for i, (spout, root, _) in enumerate(self.inputs):
+            record = meta_record(root, last)
+            if record is None:
+                raise TopologyError(
+                    f"no stored share of txid {last} for the input of Spark spout {spout!r} in "
+                    f"{root}: the stager stores it before it stages the txid"
+                )
+            sources.extend(InputFilePartition(last, i, f) for f in record["meta"]["files"])
         staged = [StagedPartition(last, i, task) for i, task in enumerate(manifest["tasks"])]
         return sources + staged
 
@@ -131,6 +161,12 @@ class StagedSpoutReader(DataSourceStreamReader):
         if isinstance(p, SourcePartition):
             assert self.topology is not None
             return read_spout_partition(self.topology, p.spout, p.root, p)
+        if isinstance(p, InputFilePartition):
+            _, root, spec = self.inputs[p.input]
+            record = meta_record(root, p.txid)
+            if record is None:
+                raise TopologyError(f"no stored share of txid {p.txid} in {root}")
+            return read_files(spec, record["meta"], [p.path])
         assert isinstance(p, StagedPartition)
         return read_rows(self.staged, p.txid, p.index, p.task)
 

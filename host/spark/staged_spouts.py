@@ -29,7 +29,10 @@ even when it is nothing (or when there is no plain spout: several transactional 
 opened by the stager too). While a coordinator is not ready there is no T, and the others' batch
 and the plain spouts' tuples wait for it. With one such source its metadata is T's own and is
 stored before the staging; with several, each keeps its own (`source_root`) and T's metadata
-names them, stored after the staging as a plain batch's is.
+names them, stored after the staging as a plain batch's is. A Spark spout's DataFrame or
+directory input (host/spark/spark_input_opener.py) is opened with them but never holds a txid
+back: its share is its next files or none; beside plain spouts alone, its new files make a txid
+as buffered tuples do.
 
 Outcomes, as Storm's acker would give them: the message ids of a batch are acked to the spout
 (in the driver, by the process that emitted them) when the txid is committed, and its staging is
@@ -52,10 +55,12 @@ from typing import Any
 from host.batch.store import BatchStore
 from host.errors import TopologyError
 from host.spark.batch_opener import BatchOpener
+from host.spark.batch_shares import fair_shares, max_batch_tuples
 from host.spark.component_process import ComponentFailed
 from host.spark.idle_batches import idle_batch_due, idle_batch_secs
 from host.spark.plan import Plan, Stage
 from host.spark.source import meta_record
+from host.spark.spark_input_opener import SparkInputOpener
 from host.spark.spout_process import SpoutProcess
 from host.spark.staging import (
     STAGED_SUBDIR,
@@ -67,9 +72,7 @@ from host.spark.staging import (
     staged_txids,
     write_staged,
 )
-from host.topology import settings as cfg
 from host.topology.component_config import component_settings
-from host.topology.model import Topology
 from multilang.messages import Emit
 
 log = logging.getLogger("host.spark")
@@ -78,39 +81,6 @@ AHEAD = 1  # batches staged beyond the lowest uncommitted txid
 PUMP_WAIT_SECS = 0.05  # a task thread's longest read before it looks at its queue again
 STAGER_WAIT_SECS = 0.05
 CLOSE_GRACE_SECS = 2.0
-
-
-def max_batch_tuples(topology: Topology) -> int:
-    """`host.spark.batch.max.tuples`: the most tuples one staged micro-batch holds (default
-    10,000; checked with the rest of the settings: a TopologyError names the key)."""
-    return cfg.settings_for(topology).spark_batch_max_tuples
-
-
-def fair_shares(sizes: Sequence[int], limit: int) -> list[int]:
-    """How many of each task's buffered tuples (`sizes`) go into a batch of at most `limit`:
-    all of them when they fit; else equal shares, a task with fewer than its share leaving the
-    rest to the others, the remainder going to the first tasks. No task (no spout, when several
-    are staged together) keeps another out of a batch."""
-    if sum(sizes) <= limit:
-        return list(sizes)
-    shares = [0] * len(sizes)
-    left = limit
-    waiting = sorted(range(len(sizes)), key=lambda i: sizes[i])  # the smallest first
-    while waiting:
-        each = left // len(waiting)
-        smallest = waiting[0]
-        if sizes[smallest] <= each:
-            shares[smallest] = sizes[smallest]
-            left -= sizes[smallest]
-            waiting.pop(0)
-            continue
-        # every task left has more than `each`, so each can give one more of the remainder
-        rest = sorted(waiting)
-        extra = left - each * len(rest)
-        for k, i in enumerate(rest):
-            shares[i] = each + (1 if k < extra else 0)
-        break
-    return shares
 
 
 Tagged = tuple[int, Emit]  # (process generation, emit)
@@ -146,7 +116,7 @@ class StagedSpouts:
         *,
         trigger_secs: float = 1.0,
         run_id: str = "spark",
-        openers: Sequence[BatchOpener] = (),
+        openers: Sequence[BatchOpener | SparkInputOpener] = (),
     ) -> None:
         self.topology = plan.topology
         # the transactional sources beside the plain spouts (host/spark/batch_opener.py): each
@@ -403,32 +373,40 @@ class StagedSpouts:
     def _stager_loop(self) -> None:
         last_cut = time.monotonic()
         openers = self.openers
+        # the coordinators say when there is a txid; a Spark spout's input only adds its files
+        # to each (host/spark/spark_input_opener.py), or makes one of its own beside plain spouts
+        inputs = [o for o in openers if isinstance(o, SparkInputOpener)]
+        numbering = [o for o in openers if not isinstance(o, SparkInputOpener)]
         ready = True  # the coordinator's last answer: a full buffer asks again only if it was
         while True:
+            look = False  # whether the inputs' new files alone may make a txid
             with self.lock:
                 if self.stopping:
                     return
                 now = time.monotonic()
                 buffered = sum(len(t.buffer) for t in self.tasks)
                 allowed = self.next_txid <= self.currtx + AHEAD
-                if not openers:
+                if not numbering:
                     due = buffered >= self.max_tuples or (
                         buffered > 0 and now - last_cut >= self.trigger_secs
                     )
                     in_flight = self.next_txid - self.currtx  # staged, not yet committed
                     idle = idle_batch_due(now, self.last_batch, self.idle_secs, buffered, in_flight)
+                    look = bool(inputs) and allowed and now - last_cut >= self.trigger_secs
                 else:  # the sources' coordinators decide, asked once a trigger interval
                     due = (ready and buffered >= self.max_tuples) or (
                         now - last_cut >= self.trigger_secs
                     )
                     idle = False
-                if not (allowed and (due or idle)):
+                if not (allowed and (due or idle or look)):
                     self.lock.wait(STAGER_WAIT_SECS)
                     continue
                 txid = self.next_txid
                 if not openers:
                     cut = self._cut()
             last_cut = time.monotonic()
+            if look and not (due or idle) and not any(o.has_new(txid) for o in inputs):
+                continue  # no spout has anything: no txid this trigger interval
             if openers:
                 # each stores its metadata once ready; those stored are not asked again
                 ready = all([o.open(txid) for o in openers])

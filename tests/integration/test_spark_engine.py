@@ -271,9 +271,11 @@ def test_explain_prints_the_plan_and_starts_nothing() -> None:
 
 
 def test_spouts_of_mixed_kinds_are_refused_and_a_spark_input_is_planned(tmp_path: Path) -> None:
-    """The Spark spout beside a plain spout is refused before anything starts (several plain
-    spouts run: tests/integration/test_spark_several_spouts.py; plain and Kafka spouts:
-    test_spark_mixed_sources.py; the Spark spout's inputs: test_spark_input_source.py)."""
+    """The Spark spout reading a streaming query beside a plain spout is refused before anything
+    starts (several plain spouts run: tests/integration/test_spark_several_spouts.py; plain and
+    Kafka spouts: test_spark_mixed_sources.py; the Spark spout's inputs:
+    test_spark_input_source.py; its directory input beside a plain spout:
+    test_spark_input_beside_spouts.py)."""
     from click.testing import CliRunner
 
     from host.spark.command import spark
@@ -291,7 +293,7 @@ def test_spouts_of_mixed_kinds_are_refused_and_a_spark_input_is_planned(tmp_path
         "  k:\n"
         "    command: [python, -m, components.spark_spout]\n"
         "    outputs: [x]\n"
-        "    config: {spark.spout.source: dataframe, spark.spout.job: 'job:lines'}\n"
+        "    config: {spark.spout.source: streaming, spark.spout.job: 'job:lines'}\n"
         "bolts:\n"
         "  c: {command: [python, s.py], outputs: [], inputs: {a: shuffle, k: shuffle}}\n"
     )
@@ -299,7 +301,7 @@ def test_spouts_of_mixed_kinds_are_refused_and_a_spark_input_is_planned(tmp_path
     result = CliRunner().invoke(spark, [str(mixed), "--checkpoint", str(checkpoint)])
     assert result.exit_code == 2
     assert "has 2 spouts of kinds that do not run together" in result.output
-    assert "'k' (spark input)" in result.output
+    assert "'k' (spark input, streaming)" in result.output
     assert not checkpoint.exists()  # refused before anything starts
 
 

@@ -475,7 +475,7 @@ def test_the_wordcount_example_runs_on_spark(tmp_path: Path) -> None:
 
 def test_batch_size_setting_is_validated() -> None:
     from host.errors import TopologyError
-    from host.spark.staged_spouts import max_batch_tuples
+    from host.spark.batch_shares import max_batch_tuples
     from host.topology.model import Topology
     from host.topology.settings import SPARK_BATCH_MAX_TUPLES as MAX_TUPLES_KEY
 

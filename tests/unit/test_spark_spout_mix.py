@@ -1,7 +1,8 @@
 """Which spouts run together on the Spark engine (host/spark/spout_mix.py; docs/spark.md §4.9):
 plain spouts are one staged source, beside any transactional and Kafka sources, which open each
-txid together; a Spark spout beside any other is refused before anything starts, and `--explain`
-shows every source. Pure: no Spark."""
+txid together, and beside Spark spouts reading a DataFrame or directories, whose next files join
+each txid; a Spark spout reading a streaming query beside any other is refused before anything
+starts, and `--explain` shows every source. Pure: no Spark."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from host.topology.model import BATCH_SPOUT, BOLT, SPOUT, Component, Grouping, I
 
 KAFKA = ("python", "-m", "components.kafka_spout")
 SPARK_SPOUT = ("python", "-m", "components.spark_spout")
+STREAMING = {"spark.spout.source": "streaming"}
 
 
 def spout(id: str, command: tuple[str, ...] = ("python", "s.py"), **kw: object) -> Component:
@@ -75,10 +77,13 @@ def test_plain_spouts_run_beside_transactional_and_kafka_sources_which_open_the_
 @pytest.mark.parametrize(
     "spouts, kinds",
     [
-        ((spout("s", SPARK_SPOUT), spout("p")), [f"'s' ({SPARK_INPUT})", f"'p' ({DRIVER_SPOUT})"]),
         (
-            (spout("k", KAFKA), spout("s", SPARK_SPOUT), spout("b", batch=BATCH_SPOUT)),
-            [f"'k' ({KAFKA_SOURCE})", f"'s' ({SPARK_INPUT})", f"'b' ({TRANSACTIONAL_SOURCE})"],
+            (spout("s", SPARK_SPOUT, config=STREAMING), spout("p")),
+            [f"'s' ({SPARK_INPUT}, streaming)", f"'p' ({DRIVER_SPOUT})"],
+        ),
+        (
+            (spout("k", KAFKA), spout("s", SPARK_SPOUT, config=STREAMING), spout("d", SPARK_SPOUT)),
+            [f"'k' ({KAFKA_SOURCE})", f"'s' ({SPARK_INPUT}, streaming)", f"'d' ({SPARK_INPUT})"],
         ),
     ],
 )
@@ -95,6 +100,44 @@ def test_other_mixes_are_refused_naming_the_file_the_spouts_and_why(spouts, kind
         check_supported(p)  # the engine refuses it before anything starts
     # --explain still prints the plan, with the refusal at its head
     assert f"  sources: refused: the topology has {len(spouts)} spouts" in explain(p)
+
+
+@pytest.mark.parametrize(
+    "spouts",
+    [
+        (spout("s", SPARK_SPOUT), spout("p")),
+        (spout("s", SPARK_SPOUT, config={"spark.spout.source": "directory"}), spout("k", KAFKA)),
+        (spout("k", KAFKA), spout("s", SPARK_SPOUT), spout("b", batch=BATCH_SPOUT)),
+        (spout("s", SPARK_SPOUT), spout("t", SPARK_SPOUT)),
+    ],
+)
+def test_a_spark_spout_reading_a_dataframe_or_directories_runs_beside_any_spout(spouts):
+    p = plan(topology(*spouts))
+    assert refusal(p) is None
+    assert [s.id for s in check_sources(p)] == [s.id for s in spouts]
+
+
+def test_explain_says_what_a_spark_input_adds_to_each_micro_batch():
+    lines = explain(plan(topology(spout("s", SPARK_SPOUT), spout("p")))).splitlines()
+    at = lines.index(
+        "  sources: the Spark input of 's' beside 1 plain spout staged in the driver: each "
+        "micro-batch holds what the plain spouts emitted by then and the input's next files "
+        "(none when it has nothing new), once a trigger interval when either has something, "
+        "one transaction over all"
+    )
+    assert lines[at + 1 : at + 3] == [
+        f"    s: {SPARK_INPUT}, task(s) 3",
+        "    p: driver-staged plain spout, task(s) 2",
+    ]
+    lines = explain(plan(topology(spout("k", KAFKA), spout("s", SPARK_SPOUT)))).splitlines()
+    at = lines.index(
+        "  sources: 'k' opens the txids: each micro-batch is one of its batches (none while it "
+        "has none), one transaction over all"
+    )
+    assert lines[at + 1] == (
+        "  and the Spark input of 's' adds its next files to each of those micro-batches (none "
+        "when it has nothing new)"
+    )
 
 
 def test_explain_lists_every_source_of_several_plain_spouts():
@@ -144,7 +187,7 @@ def test_explain_lists_every_source_of_several_plain_spouts():
 
 
 def test_a_batch_is_shared_fairly_between_the_spouts_tasks():
-    from host.spark.staged_spouts import fair_shares
+    from host.spark.batch_shares import fair_shares
 
     assert fair_shares([30, 40], 100) == [30, 40]  # it all fits
     assert fair_shares([500, 0, 500], 200) == [100, 0, 100]  # one fast spout keeps no one out
@@ -154,7 +197,7 @@ def test_a_batch_is_shared_fairly_between_the_spouts_tasks():
 
 @given(st.lists(st.integers(0, 1000), min_size=1, max_size=8), st.integers(1, 3000))
 def test_fair_shares_fill_the_batch_and_cut_only_the_largest(sizes, limit):
-    from host.spark.staged_spouts import fair_shares
+    from host.spark.batch_shares import fair_shares
 
     shares = fair_shares(sizes, limit)
     assert sum(shares) == min(sum(sizes), limit)

@@ -1,0 +1,218 @@
+"""A Spark spout reading output directories beside a plain spout on the Spark engine
+(docs/spark.md §4.9): each micro-batch one transaction over what the plain spout emitted and the
+input's next directory, chosen by the driver's stager and read in the executors.
+
+The topology is test_spark_several_spouts.py's (the Python ledger spout, two tasks, its share of
+the ids each; the `tag` bolt; the SQLite committer) with a Spark spout `rows` beside the ledger
+spout, reading the parquet output directories under `outputs/` ([id, text], the text
+`rows sentence <id>`, as the tag bolt expects of a spout named `rows`). Each directory is written
+with pyarrow, complete with `_SUCCESS`, before the run or while it runs; the runs go until every
+id of both spouts is stored.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.integration import test_spark_several_spouts as several
+from tests.support.spark_runs import ROOT, drive_main, kill, start_driver, wait_for
+
+pytestmark = pytest.mark.spark
+
+PER_DIRECTORY = 50
+
+
+def make_topology(base: Path, limit: int, directories: int) -> tuple[Path, dict[str, int]]:
+    """The topology (several.make_topology with `rows` beside the ledger spout `py`) and the
+    first `directories` output directories; the ids each spout emits."""
+    path = several.make_topology(base, {"py": limit})
+    doc = yaml.safe_load(path.read_text())
+    doc["spouts"]["rows"] = {
+        "command": ["python", "-m", "components.spark_spout"],
+        "outputs": ["id", "text"],
+        "config": {
+            "spark.spout.source": "directory",
+            "spark.spout.path": "outputs",
+            "spark.spout.checkpoint.dir": "spout-state",
+        },
+    }
+    doc["bolts"]["tag"]["inputs"]["rows"] = "shuffle"
+    path.write_text(yaml.safe_dump(doc))
+    for n in range(directories):
+        write_directory(base, n)
+    return path, {"py": limit, "rows": PER_DIRECTORY * directories}
+
+
+def write_directory(base: Path, n: int) -> None:
+    """Output directory `out-<n>` (ids n*50 .. n*50+49), as a Spark job leaves one: a part file,
+    then `_SUCCESS`."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    ids = list(range(n * PER_DIRECTORY, (n + 1) * PER_DIRECTORY))
+    texts = [several.text_of("rows", i) for i in ids]
+    directory = base / "outputs" / f"out-{n:02d}"
+    directory.mkdir(parents=True)
+    table = pa.table({"id": pa.array(ids, pa.int64()), "text": texts})
+    pq.write_table(table, directory / "part-00000.parquet")
+    (directory / "_SUCCESS").write_text("")
+
+
+def drive(spec: dict[str, Any]) -> dict[str, Any]:
+    """One engine run (script mode) of the topology file, as `python -m host spark` loads it."""
+    from host.spark.engine import SparkEngine
+    from host.spark.plan import plan
+    from host.topology.files import load
+    from host.topology.overrides import with_overrides
+    from host.topology.targets import SPARK
+    from tests.support.spark_runs import LOCAL, SPARK_CONF
+
+    topology = with_overrides(
+        load(spec["topology"], target=SPARK), {"host.spark.batch.max.tuples": spec["max_tuples"]}
+    )
+    engine = SparkEngine(
+        plan(topology),
+        spec["checkpoint"],
+        master=LOCAL,
+        trigger_secs=0.5,
+        max_restarts=spec.get("max_restarts", 3),
+    )
+    engine.settings.update(SPARK_CONF)
+    engine.install_signal_handlers()
+    engine.run()
+    assert engine.spark_input is None and len(engine.inputs) == 1
+    staged = engine.staged
+    assert staged is not None
+    return {"committed": engine.committed, "restarts": engine.restarts, "acked": staged.acked}
+
+
+def shares(checkpoint: Path) -> dict[int, dict[str, Any]]:
+    """txid -> the input's stored share (what is left: committed txids below the last go)."""
+    meta = checkpoint / "batches" / "sources" / "rows" / "coordinator" / "meta"
+    return {int(p.stem): json.loads(p.read_text())["meta"] for p in meta.glob("*.json")}
+
+
+def rows_by_txid(base: Path) -> dict[int, list[int]]:
+    """txid -> the ids of `rows` it stored, in order."""
+    out: dict[int, list[int]] = collections.defaultdict(list)
+    for source, i, _, txid in several.stored(base / "out.db"):
+        if source == "rows":
+            out[txid].append(i)
+    return {t: sorted(ids) for t, ids in out.items()}
+
+
+def directory_of(ids: list[int]) -> int:
+    """The one output directory a txid's `rows` ids came from (each directory is one share)."""
+    directories = {i // PER_DIRECTORY for i in ids}
+    assert len(directories) == 1 and len(ids) == PER_DIRECTORY, ids
+    return directories.pop()
+
+
+def test_each_output_directory_joins_one_micro_batch_beside_the_plain_spout(
+    tmp_path: Path,
+) -> None:
+    base = tmp_path / "mixed"
+    topology, limits = make_topology(base, 400, directories=2)
+    checkpoint = base / "checkpoint"
+    spec = {"topology": str(topology), "checkpoint": str(checkpoint), "max_tuples": 100}
+    proc = start_driver(__file__, spec, tmp_path / "spec.json")
+    try:
+        # the two directories there at the start, in name order, each within one txid
+        wait_for(lambda: len(rows_by_txid(base)) == 2, proc, "both directories stored")
+        # a directory written while the query runs is read at the next trigger
+        write_directory(base, 2)
+        limits["rows"] += PER_DIRECTORY
+        wait_for(
+            lambda: (
+                several.all_stored_and_acked(base, {"py": limits["py"]})
+                and several.all_stored(base / "out.db", limits)
+            ),
+            proc,
+            "every id of both spouts stored, the ledger spout's acked",
+        )
+    except BaseException:
+        kill(proc)
+        raise
+    out = several.stop(proc)
+    result = several.result_of(out)
+    assert result["restarts"] == 0
+    assert result["acked"] == limits["py"]
+    rows = several.check_every_id_once(base, limits)
+    several.check_acks(base, {"py": limits["py"]})
+    by_txid = rows_by_txid(base)
+    order = [directory_of(by_txid[t]) for t in sorted(by_txid)]
+    assert order == [0, 1, 2]  # the spout's name order, one directory per txid
+    # the plain spout's tuples went on in the txids without a directory, and txids with a
+    # directory held both spouts' tuples where the ledger spout had any
+    per_txid = collections.Counter(x for s, *_, x in rows if s == "py")
+    assert len(per_txid) > 3, per_txid
+    assert all(n <= 100 for n in per_txid.values())  # the plain share stays within the bound
+    # what is left of the input's state: the last committed txid's share, its position
+    last = max(shares(checkpoint))
+    assert shares(checkpoint)[last]["name"] == "out-02"
+
+
+def test_driver_killed_mid_batch_replays_the_same_directory_and_staged_tuples(
+    tmp_path: Path,
+) -> None:
+    """The committer dies on every attempt of the first txid after 1 holding both spouts'
+    tuples; the driver is SIGKILLed with that txid staged. Started again on its checkpoint, the
+    txid is replayed whole: the same output directory (its share stored before the staging) and
+    the same staged tuples of the ledger spout, every id once."""
+    base = tmp_path / "killed"
+    topology, limits = make_topology(base, 300, directories=3)
+    checkpoint = base / "checkpoint"
+    db = base / "out.db"
+    plain = topology.read_text()
+    doc = yaml.safe_load(plain)
+    doc["bolts"]["store"]["env"] = {"CRASH_ON_MIXED_BATCH": "py,rows"}
+    topology.write_text(yaml.safe_dump(doc))
+    txid, staged = several.crash_and_kill(
+        tmp_path,
+        topology,
+        checkpoint,
+        lambda: (
+            len(several.ledger(base, "py")[0])
+            == sum(1 for s, *_ in several.stored(db) if s == "py")
+        ),
+    )
+    assert {s for s, _ in staged} == {"py"}  # the precondition: the ledger spout's tuples
+    share = shares(checkpoint)[txid]
+    assert share["files"], share  # and a directory, in the crashing txid
+    topology.write_text(plain)  # the committer without its fault
+    spec = {"topology": str(topology), "checkpoint": str(checkpoint), "max_tuples": 200}
+    second = start_driver(__file__, spec, tmp_path / "second.json")
+    try:
+        wait_for(
+            lambda: (
+                several.all_stored_and_acked(base, {"py": limits["py"]})
+                and several.all_stored(base / "out.db", limits)
+            ),
+            second,
+            "every id of both spouts stored after the restart",
+        )
+    except BaseException:
+        kill(second)
+        raise
+    out = several.stop(second)
+    assert f"txid {txid}: staged by an earlier run, replayed" in out
+    rows = several.check_every_id_once(base, limits)
+    stored_py = sorted(("py", i) for s, i, _, x in rows if x == txid and s == "py")
+    assert stored_py == sorted(staged)  # the ledger spout's share, from the staging
+    ids = sorted(i for s, i, _, x in rows if x == txid and s == "rows")
+    assert f"out-{directory_of(ids):02d}" == share["name"]  # the same directory
+    assert several.audit(base / "out.db")[txid] > 1  # a later attempt than the crashed ones
+    several.check_acks(base, {"py": limits["py"]})
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--drive"]:
+    os.chdir(ROOT)
+    drive_main(drive, sys.argv[2])
