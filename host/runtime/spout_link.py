@@ -22,6 +22,7 @@ from typing import Any
 
 from host.observe.metrics import ComponentStats
 from host.runtime.data_path import DataPath
+from host.runtime.idle_backoff import IdleBackoff
 from host.runtime.link import Fault, Link
 from host.runtime.task_log import TaskLog
 from host.topology.model import Component
@@ -68,7 +69,6 @@ class SpoutLink(Link):
         # this process's limits: lock-step (1, 1) until its pid reply says otherwise
         self.next_depth = 1
         self.ack_batch = 1
-        self.idle_max_sleep = idle_max_sleep
         self.paused = False  # a downstream bolt's queue is full: no `next`
         # commands written and not yet answered by `sync`, oldest first
         self.outstanding: deque[bytes] = deque()
@@ -79,8 +79,7 @@ class SpoutLink(Link):
         # will emit (0: none emitted yet, so none is written ahead)
         self.emits_per_next = 0
         self.emitted_in_exchange = 0
-        self.empty_nexts = 0  # `next`s in a row that emitted nothing (an idle spout)
-        self.idle_sleep = 0.0
+        self.backoff = IdleBackoff(idle_max_sleep)  # an idle spout's, host/runtime/idle_backoff.py
         self.next_at = 0.0  # an idle spout's next `next`, by the clock
         self.command_at = 0.0  # when the oldest outstanding command was written
         self.sync_reported = False  # --strict: "no sync" said once per exchange
@@ -90,7 +89,7 @@ class SpoutLink(Link):
         self.outstanding.clear()
         self.commands.clear()
         self.nexts_out = self.acks_out = self.emits_per_next = 0
-        self.idle_sleep = 0.0
+        self.backoff.reset()
         self.next_at = 0.0
         self.next_depth = self.ack_batch = 1  # a new process: lock-step until its pid reply
 
@@ -159,13 +158,10 @@ class SpoutLink(Link):
             self.nexts_out -= 1
             if self.emitted_in_exchange:
                 self.emits_per_next = self.emitted_in_exchange
-                self.idle_sleep = 0.0
-                self.empty_nexts = 0
-            else:
-                # nothing to emit: back off so that an idle spout costs next to nothing
-                self.empty_nexts += 1
-                self.idle_sleep = min(self.idle_max_sleep, max(0.001, self.idle_sleep * 2))
-                self.next_at = now + self.idle_sleep
+            # nothing emitted: back off so that an idle spout costs next to nothing
+            again = self.backoff.synced(self.emitted_in_exchange > 0, now)
+            if again is not None:
+                self.next_at = again
         elif done is not self.activate_frame and done is not self.deactivate_frame:
             self.acks_out -= 1
         self.emitted_in_exchange = 0  # emits from now on belong to the next outstanding command
@@ -253,6 +249,7 @@ class SpoutLink(Link):
             ):
                 out.append(self.next_frame)
                 self.out.append(self.next_frame)
+                self.backoff.wrote()
                 self.nexts_out += 1
                 wrote = True
         if wrote and was_idle:

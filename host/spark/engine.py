@@ -176,9 +176,6 @@ class SparkEngine:
         self.batch_secs: list[float] = []
         self._stop = threading.Event()
         self._commit_spouts: dict[str, list[BatchSpoutProcess]] = {}
-        # a plain spout runs in this driver, its micro-batches staged (host/spark/staged_spouts.py),
-        # beside batch spouts as its share of their batches, which the stager opens together
-        # (host/spark/batch_opener.py), as it does for several batch spouts alone
         # a Spark spout's DataFrame or directory input beside other spouts: a share of each txid
         # (host/spark/spark_input_opener.py)
         self.inputs = [
@@ -186,6 +183,9 @@ class SparkEngine:
             for s in self.spouts
             if s.role == SPARK_INPUT and len(self.spouts) > 1
         ]
+        # a plain spout runs in this driver, its micro-batches staged (host/spark/staged_spouts.py),
+        # beside batch spouts as its share of their batches, which the stager opens together
+        # (host/spark/batch_opener.py), as it does for several batch spouts alone
         openers: list[BatchOpener | SparkInputOpener] = [
             BatchOpener(plan.topology, s.id, self.states.roots[s.id], self.run_id, max_restarts)
             for s in self.batch_spouts

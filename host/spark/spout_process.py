@@ -36,6 +36,7 @@ from collections.abc import Callable
 from typing import Any
 
 from host.runtime.context import assign_tasks, build_conf, build_context
+from host.runtime.idle_backoff import IdleBackoff
 from host.runtime.process import Child, Launcher, child_environment, describe_exit
 from host.runtime.router import Router
 from host.spark.component_process import ComponentFailed
@@ -63,7 +64,6 @@ READ_CHUNK = 1 << 18
 # expected to emit fewer tuples than this (host/runtime/spout_link.py's AHEAD_TUPLES, same reason)
 AHEAD_TUPLES = 200
 NEXT, OUTCOME, CONTROL = "next", "outcome", "control"  # what an outstanding command is
-FIRST_IDLE_SLEEP = 0.001
 
 
 class SpoutProcess:
@@ -98,7 +98,7 @@ class SpoutProcess:
         self.switch = settings.spout_pipelining if comp.pipelining is None else comp.pipelining
         self.pipelined_depth = settings.spout_next_depth
         self.pipelined_ack_batch = settings.spout_ack_batch
-        self.idle_max_sleep = settings.spout_idle_max_sleep_secs
+        self.backoff = IdleBackoff(settings.spout_idle_max_sleep_secs)
         self.ser = serializer(comp.serializer)
         router = Router(topology, {c: list(t) for c, t in tasks.component_tasks.items()})
         self._choosers = {s: router.chooser(comp.id, s) for s in comp.outputs}
@@ -123,7 +123,7 @@ class SpoutProcess:
         self._off = 0
         self._emitted = 0  # emits since the oldest outstanding command was written
         self._per_next = 0  # what the last `next` that emitted emitted
-        self._idle_sleep = 0.0
+        self.backoff.reset()
         self._next_at = 0.0
         self._heard_at = 0.0
         self._stderr_open = False  # polled until it ends (a closed pipe polls ready forever)
@@ -259,6 +259,7 @@ class SpoutProcess:
         ):
             self._send(NEXT, self.next_frame)
             self.nexts_out += 1
+            self.backoff.wrote()
         if was_idle and out:
             self._emitted = 0
             self._heard_at = self.clock()
@@ -358,12 +359,10 @@ class SpoutProcess:
             self.nexts_out -= 1
             if self._emitted:
                 self._per_next = self._emitted
-                self._idle_sleep = 0.0
-            else:  # nothing to emit: back off, so that an idle spout costs next to nothing
-                self._idle_sleep = min(
-                    self.idle_max_sleep, max(FIRST_IDLE_SLEEP, self._idle_sleep * 2)
-                )
-                self._next_at = now + self._idle_sleep
+            # nothing to emit: back off, so that an idle spout costs next to nothing
+            again = self.backoff.synced(self._emitted > 0, now)
+            if again is not None:
+                self._next_at = again
         elif kind == OUTCOME:
             self.outcomes_out -= 1
         self._emitted = 0

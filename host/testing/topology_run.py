@@ -144,7 +144,7 @@ class _TopologyRun:
     def _spout_idle(self, link: SpoutLink) -> bool:
         if link.cid in self.fixed:
             return self.emitted_by.get(link.cid, 0) >= len(self.fixed[link.cid])
-        return link.empty_nexts >= IDLE_NEXTS
+        return link.backoff.empty >= IDLE_NEXTS
 
     # -- fake time -------------------------------------------------------------------------------
     def _maybe_advance(self) -> None:
