@@ -140,8 +140,8 @@ KEYS: dict[str, Key] = {
         # tuples, so that with many tasks a write and a wake-up carry more than one: at most this
         # many (1 = Storm's round robin), and no more than the bolt's measured time per tuple
         # lets it work through within the budget (host/runtime/run_length.py; docs/protocol.md)
-        Key(SHUFFLE_RUN_MAX, 32, checks.positive_int),
-        Key(SHUFFLE_RUN_BUDGET_MS, 1, checks.positive_number),
+        Key(SHUFFLE_RUN_MAX, 128, checks.positive_int),
+        Key(SHUFFLE_RUN_BUDGET_MS, 4, checks.positive_number),
         # keep the task processes off one CPU, the host's, while the host is busy and they do
         # not need it: "auto", true (two CPUs or more) or false (host/runtime/cpu_isolation.py)
         Key(CPU_ISOLATE, "auto", checks.auto_or_boolean),
