@@ -66,32 +66,21 @@ def write_directory(base: Path, n: int) -> None:
     (directory / "_SUCCESS").write_text("")
 
 
-def drive(spec: dict[str, Any]) -> dict[str, Any]:
-    """One engine run (script mode) of the topology file, as `python -m host spark` loads it."""
-    from host.spark.engine import SparkEngine
-    from host.spark.plan import plan
-    from host.topology.files import load
-    from host.topology.overrides import with_overrides
-    from host.topology.targets import SPARK
-    from tests.support.spark_runs import LOCAL, SPARK_CONF
-
-    topology = with_overrides(
-        load(spec["topology"], target=SPARK), {"host.spark.batch.max.tuples": spec["max_tuples"]}
-    )
-    engine = SparkEngine(
-        plan(topology),
-        spec["checkpoint"],
-        master=LOCAL,
-        trigger_secs=0.5,
-        max_restarts=spec.get("max_restarts", 3),
-    )
-    engine.settings.update(SPARK_CONF)
-    engine.install_signal_handlers()
-    engine.run()
-    assert engine.spark_input is None and len(engine.inputs) == 1
-    staged = engine.staged
-    assert staged is not None
-    return {"committed": engine.committed, "restarts": engine.restarts, "acked": staged.acked}
+def wait_all_stored(proc: Any, base: Path, limits: dict[str, int], what: str) -> None:
+    """Until every id of both spouts is stored and the ledger spout's acked (killing the driver
+    if that never comes)."""
+    try:
+        wait_for(
+            lambda: (
+                several.all_stored_and_acked(base, {"py": limits["py"]})
+                and several.all_stored(base / "out.db", limits)
+            ),
+            proc,
+            what,
+        )
+    except BaseException:
+        kill(proc)
+        raise
 
 
 def shares(checkpoint: Path) -> dict[int, dict[str, Any]]:
@@ -130,17 +119,10 @@ def test_each_output_directory_joins_one_micro_batch_beside_the_plain_spout(
         # a directory written while the query runs is read at the next trigger
         write_directory(base, 2)
         limits["rows"] += PER_DIRECTORY
-        wait_for(
-            lambda: (
-                several.all_stored_and_acked(base, {"py": limits["py"]})
-                and several.all_stored(base / "out.db", limits)
-            ),
-            proc,
-            "every id of both spouts stored, the ledger spout's acked",
-        )
     except BaseException:
         kill(proc)
         raise
+    wait_all_stored(proc, base, limits, "every id of both spouts stored, the ledger spout's acked")
     out = several.stop(proc)
     result = several.result_of(out)
     assert result["restarts"] == 0
@@ -190,18 +172,7 @@ def test_driver_killed_mid_batch_replays_the_same_directory_and_staged_tuples(
     topology.write_text(plain)  # the committer without its fault
     spec = {"topology": str(topology), "checkpoint": str(checkpoint), "max_tuples": 200}
     second = start_driver(__file__, spec, tmp_path / "second.json")
-    try:
-        wait_for(
-            lambda: (
-                several.all_stored_and_acked(base, {"py": limits["py"]})
-                and several.all_stored(base / "out.db", limits)
-            ),
-            second,
-            "every id of both spouts stored after the restart",
-        )
-    except BaseException:
-        kill(second)
-        raise
+    wait_all_stored(second, base, limits, "every id of both spouts stored after the restart")
     out = several.stop(second)
     assert f"txid {txid}: staged by an earlier run, replayed" in out
     rows = several.check_every_id_once(base, limits)
@@ -215,4 +186,4 @@ def test_driver_killed_mid_batch_replays_the_same_directory_and_staged_tuples(
 
 if __name__ == "__main__" and sys.argv[1:2] == ["--drive"]:
     os.chdir(ROOT)
-    drive_main(drive, sys.argv[2])
+    drive_main(several.drive, sys.argv[2])

@@ -43,7 +43,9 @@ def test_the_nexts_in_flight_together_are_one_round() -> None:
 
 
 @given(st.lists(st.tuples(st.integers(1, 32), st.integers(0, 32)), min_size=1, max_size=30))
-def test_the_wait_never_exceeds_the_longest_sleep_nor_doubles_twice_in_a_round(rounds) -> None:
+def test_the_wait_never_exceeds_the_longest_sleep_nor_doubles_twice_in_a_round(
+    rounds: list[tuple[int, int]],
+) -> None:
     b = IdleBackoff(0.05)
     for written, first_emitting in rounds:
         before = b.sleep

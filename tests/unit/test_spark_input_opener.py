@@ -10,7 +10,6 @@ import base64
 import json
 import pickle
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from host.batch.store import BatchStore
@@ -19,6 +18,7 @@ from host.spark.source import meta_record
 from host.spark.spark_input_opener import SparkInputOpener
 from host.spark.staged_spouts import StagedSpouts
 from host.topology.model import BOLT, SPOUT, Component, Grouping, Input, Topology
+from tests.unit.test_spark_batch_sources import until
 
 SPARK_SPOUT = ("python", "-m", "components.spark_spout")
 
@@ -111,13 +111,6 @@ def test_the_staged_sources_option_carries_the_spouts_settings(tmp_path: Path) -
     assert (spout, root) == ("rows", opener.root)
     restored = pickle.loads(base64.b64decode(spec))
     assert restored.cfg.path == str(tmp_path / "outputs") and restored.spout == "rows"
-
-
-def until(check: Callable[[], bool], secs: float = 30.0) -> None:
-    deadline = time.monotonic() + secs
-    while not check():
-        assert time.monotonic() < deadline, "not reached"
-        time.sleep(0.01)
 
 
 def test_the_stager_makes_a_txid_for_new_files_alone_and_none_without(tmp_path: Path) -> None:
