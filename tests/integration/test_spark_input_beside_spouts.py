@@ -30,25 +30,37 @@ pytestmark = pytest.mark.spark
 PER_DIRECTORY = 50
 
 
-def make_topology(base: Path, limit: int, directories: int) -> tuple[Path, dict[str, int]]:
+JOBS = """\
+def frame(spark, conf):
+    # ids 0 .. test.rows - 1 in test.partitions slices, the text the tag bolt expects of `rows`
+    n, parts = int(conf["test.rows"]), int(conf["test.partitions"])
+    return spark.range(0, n, 1, parts).selectExpr("id", "concat('rows sentence ', id) AS text")
+"""
+
+
+def make_topology(
+    base: Path, limit: int, directories: int, frame: dict[str, int] | None = None
+) -> tuple[Path, dict[str, int]]:
     """The topology (several.make_topology with `rows` beside the ledger spout `py`) and the
-    first `directories` output directories; the ids each spout emits."""
+    first `directories` output directories; or, with `frame` (test.rows, test.partitions), `rows`
+    reading that DataFrame instead. The ids each spout emits."""
     path = several.make_topology(base, {"py": limit})
     doc = yaml.safe_load(path.read_text())
+    config: dict[str, Any] = {"spark.spout.source": "directory", "spark.spout.path": "outputs"}
+    if frame is not None:
+        (base / "jobs.py").write_text(JOBS)
+        config = {"spark.spout.source": "dataframe", "spark.spout.job": "jobs:frame", **frame}
     doc["spouts"]["rows"] = {
         "command": ["python", "-m", "components.spark_spout"],
         "outputs": ["id", "text"],
-        "config": {
-            "spark.spout.source": "directory",
-            "spark.spout.path": "outputs",
-            "spark.spout.checkpoint.dir": "spout-state",
-        },
+        "config": {**config, "spark.spout.checkpoint.dir": "spout-state"},
     }
     doc["bolts"]["tag"]["inputs"]["rows"] = "shuffle"
     path.write_text(yaml.safe_dump(doc))
     for n in range(directories):
         write_directory(base, n)
-    return path, {"py": limit, "rows": PER_DIRECTORY * directories}
+    rows = PER_DIRECTORY * directories if frame is None else frame["test.rows"]
+    return path, {"py": limit, "rows": rows}
 
 
 def write_directory(base: Path, n: int) -> None:
@@ -140,6 +152,32 @@ def test_each_output_directory_joins_one_micro_batch_beside_the_plain_spout(
     # what is left of the input's state: the last committed txid's share, its position
     last = max(shares(checkpoint))
     assert shares(checkpoint)[last]["name"] == "out-02"
+
+
+def test_a_dataframe_is_staged_once_and_handed_out_a_bound_at_a_time(tmp_path: Path) -> None:
+    """The DataFrame input beside the ledger spout: staged once by the driver before the stager
+    starts, then its parquet files shared out over the txids, at most host.spark.batch.max.tuples
+    rows of it in one, in order; every id of both spouts once."""
+    base = tmp_path / "frame"
+    frame = {"test.rows": 600, "test.partitions": 4}  # four files of 150 rows
+    topology, limits = make_topology(base, 300, directories=0, frame=frame)
+    checkpoint = base / "checkpoint"
+    spec = {"topology": str(topology), "checkpoint": str(checkpoint), "max_tuples": 300}
+    proc = start_driver(__file__, spec, tmp_path / "spec.json")
+    wait_all_stored(proc, base, limits, "every id of both spouts stored, the ledger spout's acked")
+    several.stop(proc)
+    several.check_every_id_once(base, limits)
+    several.check_acks(base, {"py": limits["py"]})
+    by_txid = rows_by_txid(base)
+    # two files (300 rows) a txid at most, and the frame's ids in txid order
+    assert all(len(ids) <= 300 for ids in by_txid.values()), by_txid
+    assert [i for t in sorted(by_txid) for i in by_txid[t]] == list(range(600))
+    from components.spark_spout.segments import staged
+
+    copies = list((checkpoint / "input").iterdir())  # staged once, complete
+    assert len(copies) == 1
+    manifest = staged(str(copies[0]))
+    assert manifest is not None and manifest["rows"] == 600 and len(manifest["files"]) == 4
 
 
 def test_driver_killed_mid_batch_replays_the_same_directory_and_staged_tuples(

@@ -4,6 +4,9 @@ Appends `ok <id>` or `fail <id>` to the file `test.ledger` for every tuple (one 
 the record survives a kill of anyone). Settings (component config):
   test.fail.every   fail every N-th tuple received, once per id (0: never)
   test.fail.poison  true: always fail tuples whose text is "poison"
+  test.hold.from    hold tuples whose id is this or more: neither acked nor failed, not recorded
+                    (a run that can never finish, so that a test stops it mid-run whatever the
+                    machine's speed)
 """
 
 from __future__ import annotations
@@ -16,11 +19,14 @@ class LedgerBolt(Bolt):
         self.ledger = open(conf["test.ledger"], "a", encoding="utf-8", buffering=1)
         self.every = int(conf.get("test.fail.every", 0))
         self.poison = bool(conf.get("test.fail.poison", False))
+        self.hold_from = conf.get("test.hold.from")
         self.seen = 0
         self.failed_once: set = set()
 
     def process(self, tup):
         row_id, text = tup.values[0], tup.values[1]
+        if self.hold_from is not None and row_id >= self.hold_from:
+            return
         self.seen += 1
         fail = self.poison and text == "poison"
         if self.every and self.seen % self.every == 0 and row_id not in self.failed_once:
