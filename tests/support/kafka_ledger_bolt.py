@@ -10,10 +10,16 @@ the spout can count the tuple done). Settings (component config):
   test.hold         true: record `held <partition> <offset>` and never ack or fail (a stuck bolt)
   test.hold.first   a topic name: hold (as test.hold) the first delivery of each of its records,
                     ack the later ones (a task that loses the partition never sees an ack)
+  test.hold.while   a file path, with test.hold.offset: while the file exists, hold (as
+  test.hold.offset  test.hold) the record at this offset of each partition, so no commit passes
+                    it; once the file is gone, ack the held tuples at the next tuple (a test's
+                    "mid-run" that no speed can finish early)
   test.ledger.topic true: add the record's topic to each line, as a fourth column
 """
 
 from __future__ import annotations
+
+import os
 
 from multilang import Bolt
 
@@ -27,7 +33,10 @@ class LedgerBolt(Bolt):
         self.hold = bool(conf.get("test.hold", False))
         self.hold_first = conf.get("test.hold.first")
         self.with_topic = bool(conf.get("test.ledger.topic", False))
+        self.hold_while = conf.get("test.hold.while")
+        self.hold_offset = int(conf.get("test.hold.offset", -1))
         self.held: set = set()
+        self.held_tuples: list = []
         self.seen = 0
         self.failed_once: set = set()
 
@@ -37,6 +46,14 @@ class LedgerBolt(Bolt):
         record = (partition, offset)
         where = f"{partition} {offset} {topic}" if self.with_topic else f"{partition} {offset}"
         first = topic == self.hold_first and (topic, *record) not in self.held
+        if self.hold_while and not os.path.exists(self.hold_while):
+            for held in self.held_tuples:
+                self.ack(held)
+            self.held_tuples.clear()
+        elif self.hold_while and offset == self.hold_offset:
+            self.held_tuples.append(tup)
+            self.ledger.write(f"held {where}\n")
+            return
         if self.hold or first:
             if first:
                 self.held.add((topic, *record))
