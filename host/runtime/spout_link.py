@@ -241,9 +241,10 @@ class SpoutLink(Link):
                     self.acks_out += 1
                 wrote = True
         if not commands:  # queued acks go first: they free room under max.spout.pending
-            depth = self.next_depth
+            depth, window = self.next_depth, self.backoff.window
             while (
                 self.nexts_out + (1 if self.acks_out else 0) < depth
+                and self.nexts_out < window
                 and (not self.nexts_out or 0 < self.nexts_out * self.emits_per_next < AHEAD_TUPLES)
                 and self.may_next()
             ):

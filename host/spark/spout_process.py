@@ -253,6 +253,7 @@ class SpoutProcess:
             want_next
             and not commands
             and self.nexts_out + (1 if self.outcomes_out else 0) < self.next_depth
+            and self.nexts_out < self.backoff.window
             and (self.pipelined or not out)
             and (not self.nexts_out or 0 < self.nexts_out * self._per_next < AHEAD_TUPLES)
             and self.clock() >= self._next_at

@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from host.runtime.idle_backoff import FIRST_SLEEP_SECS, IdleBackoff
+from host.runtime.idle_backoff import FIRST_SLEEP_SECS, MAX_WINDOW, IdleBackoff
 
 
 def test_a_lock_step_spout_that_emits_nothing_waits_twice_as_long_each_time() -> None:
@@ -55,3 +55,22 @@ def test_the_wait_never_exceeds_the_longest_sleep_nor_doubles_twice_in_a_round(
             again = b.synced(i == first_emitting, 1.0)
             assert again is None or 0.0 < again - 1.0 <= 0.05 + 1e-12
         assert b.sleep <= max(0.05, 2 * before) and b.sleep <= 0.05
+
+
+def test_the_window_is_one_next_after_an_empty_one_and_doubles_with_each_that_emits() -> None:
+    b = IdleBackoff(0.1)
+    assert b.window == MAX_WINDOW  # the link's depth rules until the spout is seen idle
+    b.wrote()
+    b.synced(False, 0.0)
+    assert b.window == 1
+    windows = []
+    for _ in range(12):
+        b.wrote()
+        b.synced(True, 0.0)
+        windows.append(b.window)
+    assert windows == [2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 1024, 1024]
+    b.wrote()
+    b.synced(False, 0.0)
+    assert b.window == 1
+    b.reset()
+    assert b.window == MAX_WINDOW

@@ -142,6 +142,39 @@ def test_a_spout_that_announces_pipelining_is_written_ahead(make):
     assert r.outstanding == 4
 
 
+def test_after_an_empty_next_one_is_in_flight_until_the_spout_emits_again(make):
+    """An idle spout is asked with one `next` per back-off, not a whole round of them; each `next`
+    that emits doubles how many may be in flight again (host/runtime/idle_backoff.py)."""
+    r = make({"host.spout.next.depth": 4})
+    r.start(ext=(PIPELINE_EXT,))
+    r.sync()  # activate
+    r.steps()
+    r.emit("m1")
+    r.sync()
+    r.steps()
+    assert r.outstanding == 4
+    for _ in range(4):  # the spout ran dry: all four come back empty
+        r.sync()
+    r.steps()
+    assert r.outstanding == 0  # backing off
+    r.clock.advance(1.0)  # past any back-off
+    r.steps()
+    assert r.outstanding == 1
+    r.sync()  # empty again: still one, after a longer back-off
+    r.steps()
+    r.clock.advance(1.0)
+    r.steps()
+    assert r.outstanding == 1
+    r.emit("m2")
+    r.sync()
+    r.steps()
+    assert r.outstanding == 2
+    r.emit("m3")
+    r.sync()
+    r.steps()
+    assert r.outstanding == 4  # 1 + 3 written: the window is 4 again, the depth
+
+
 @pytest.mark.parametrize(
     ("switch", "ext", "ahead"),
     [(False, (PIPELINE_EXT,), False), (True, (), True), (None, ("batch/1",), False)],
