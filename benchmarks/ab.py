@@ -7,8 +7,9 @@ and both sides run the same benchmark topologies through their own `benchmarks.r
 fresh process with its own tree first on PYTHONPATH (so the components import that side's client
 libraries too). Rounds alternate A-B, B-A, ... so that a drift of the machine's speed during the
 run falls on both sides alike. Figures per side: the Python word count at full rate (sentences/s,
-host CPU per routed tuple), the same at a fixed 50 % of the first full-rate run of A (complete
-latency p50 / p99), and an idle topology (host CPU %). Printed as median (min-max) and B / A.
+host CPU per routed tuple), the same at a fixed 50 % of the first full-rate run of A (the rate
+reached, host and components' CPU %, complete latency p50 / p99), and an idle topology (host
+and components' CPU %). Printed as median (min-max) and B / A.
 """
 
 from __future__ import annotations
@@ -83,11 +84,17 @@ def measure(tree: Path, secs: float, idle_secs: float, rate: float | None) -> di
         )["windows"][0]
     )
     out["rate"] = rate
+    # what the paced run reached, and what it cost: a spout asked too seldom or too often at half
+    # load shows here (host/runtime/idle_backoff.py)
+    out["sentences_per_s_at_half"] = half["sentences_per_s"]
+    out["host_cpu_pct_at_half"] = half["host_cpu_pct"]
+    out["components_cpu_pct_at_half"] = half["components_cpu_pct"]
     out["p50_ms_at_half"] = half["latency_p50_ms"]
     out["p99_ms_at_half"] = half["latency_p99_ms"]
     idle = runner(tree, {"split": "python", "idle": True}, warmup=1.0, window=idle_secs)
     window = idle["windows"][0]
     out["idle_host_cpu_pct"] = window["host_cpu_s"] / window["secs"] * 100
+    out["idle_components_cpu_pct"] = window["children_cpu_s"] / window["secs"] * 100
     return out
 
 
@@ -142,9 +149,13 @@ def main(argv: list[str] | None = None) -> int:
     for key in (
         "sentences_per_s",
         "host_us_per_tuple",
+        "sentences_per_s_at_half",
+        "host_cpu_pct_at_half",
+        "components_cpu_pct_at_half",
         "p50_ms_at_half",
         "p99_ms_at_half",
         "idle_host_cpu_pct",
+        "idle_components_cpu_pct",
     ):
         cells = []
         medians = []
