@@ -11,11 +11,11 @@ sleep within one round, and it then emitted once per 100 ms: the word count pace
 sentences/s ran at 1,000 (benchmarks/latency_under_load.py). Only a `next` written after the
 last back-off was decided, i.e. after the spout was seen to be idle, doubles it again.
 
-It also bounds how many `next`s may be in flight (`window`): what the link allows
-(`host.spout.next.depth`) until a `next` comes back empty, then one, doubling with each `next`
-that emits. An idle spout is then asked with one `next` per back-off instead of a whole round of
-them, and a paced spout with a few (each round of the paced word count was 32 `next`s of which
-one emitted).
+It also bounds how many `next`s may be in flight (`window`): one once a whole round came back
+empty (the wait is past its first step), else what the link allows (`host.spout.next.depth`). An
+idle spout is then asked with one `next` per wait instead of a round of 32. A paced spout keeps
+its rounds: each is one write and one read, and asking it with fewer `next`s at a time, more
+often, cost the host more than the empty `next`s did (docs/protocol.md §5.1).
 """
 
 from __future__ import annotations
@@ -25,13 +25,12 @@ MAX_WINDOW = 1024  # above any `host.spout.next.depth` worth setting; the link c
 
 
 class IdleBackoff:
-    __slots__ = ("max_sleep", "sleep", "empty", "window", "_written", "_synced", "_mark")
+    __slots__ = ("max_sleep", "sleep", "empty", "_written", "_synced", "_mark")
 
     def __init__(self, max_sleep: float) -> None:
         self.max_sleep = max_sleep
         self.sleep = 0.0
         self.empty = 0  # `next`s in a row that emitted nothing
-        self.window = MAX_WINDOW  # `next`s that may be in flight (see the module's docstring)
         self._written = 0  # `next`s written
         self._synced = 0  # `next`s answered, in the order written
         self._mark = 0  # `next`s written when the sleep last doubled
@@ -40,7 +39,11 @@ class IdleBackoff:
         """A new process: nothing written, nothing owed."""
         self.sleep = 0.0
         self.empty = self._written = self._synced = self._mark = 0
-        self.window = MAX_WINDOW
+
+    @property
+    def window(self) -> int:
+        """How many `next`s may be in flight (see the module's docstring)."""
+        return 1 if self.sleep > FIRST_SLEEP_SECS else MAX_WINDOW
 
     def wrote(self) -> None:
         self._written += 1
@@ -52,10 +55,8 @@ class IdleBackoff:
         if emitted:
             self.sleep = 0.0
             self.empty = 0
-            self.window = min(MAX_WINDOW, self.window * 2)
             return None
         self.empty += 1
-        self.window = 1
         # written after the last doubling (a new round), or the first empty one since an emit
         if self._synced > self._mark or not self.sleep:
             self.sleep = min(self.max_sleep, max(FIRST_SLEEP_SECS, self.sleep * 2))

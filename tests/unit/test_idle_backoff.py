@@ -57,20 +57,31 @@ def test_the_wait_never_exceeds_the_longest_sleep_nor_doubles_twice_in_a_round(
         assert b.sleep <= max(0.05, 2 * before) and b.sleep <= 0.05
 
 
-def test_the_window_is_one_next_after_an_empty_one_and_doubles_with_each_that_emits() -> None:
+
+def test_the_window_is_one_next_once_a_whole_round_came_back_empty() -> None:
     b = IdleBackoff(0.1)
     assert b.window == MAX_WINDOW  # the link's depth rules until the spout is seen idle
-    b.wrote()
-    b.synced(False, 0.0)
-    assert b.window == 1
-    windows = []
-    for _ in range(12):
+    for _ in range(32):  # a paced spout's round: one emits, the rest are empty
         b.wrote()
-        b.synced(True, 0.0)
-        windows.append(b.window)
-    assert windows == [2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 1024, 1024]
+    b.synced(True, 0.0)
+    for _ in range(31):
+        b.synced(False, 0.0)
+    assert b.sleep == FIRST_SLEEP_SECS and b.window == MAX_WINDOW  # it keeps its rounds
+    for _ in range(32):  # a whole round empty: idle
+        b.wrote()
+    for _ in range(32):
+        b.synced(False, 0.0)
+    assert b.window == 1
+    for _ in range(5):  # asked one `next` at a time while it stays idle
+        b.wrote()
+        b.synced(False, 0.0)
+        assert b.window == 1
+    b.wrote()
+    b.synced(True, 0.0)  # it emitted: a whole round again at once
+    assert b.window == MAX_WINDOW
     b.wrote()
     b.synced(False, 0.0)
-    assert b.window == 1
+    b.wrote()
+    b.synced(False, 0.0)
     b.reset()
     assert b.window == MAX_WINDOW

@@ -142,9 +142,9 @@ def test_a_spout_that_announces_pipelining_is_written_ahead(make):
     assert r.outstanding == 4
 
 
-def test_after_an_empty_next_one_is_in_flight_until_the_spout_emits_again(make):
-    """An idle spout is asked with one `next` per back-off, not a whole round of them; each `next`
-    that emits doubles how many may be in flight again (host/runtime/idle_backoff.py)."""
+def test_an_idle_spout_is_asked_one_next_at_a_time_until_it_emits_again(make):
+    """Once a whole round of `next`s came back empty, one is in flight per wait, not a round of
+    them; the first that emits brings the whole depth back (host/runtime/idle_backoff.py)."""
     r = make({"host.spout.next.depth": 4})
     r.start(ext=(PIPELINE_EXT,))
     r.sync()  # activate
@@ -153,14 +153,21 @@ def test_after_an_empty_next_one_is_in_flight_until_the_spout_emits_again(make):
     r.sync()
     r.steps()
     assert r.outstanding == 4
-    for _ in range(4):  # the spout ran dry: all four come back empty
+    for _ in range(4):  # the round after m1 comes back empty: a paced spout's, asked again
         r.sync()
     r.steps()
-    assert r.outstanding == 0  # backing off
-    r.clock.advance(1.0)  # past any back-off
+    assert r.outstanding == 0  # waiting
+    r.clock.advance(1.0)  # past any wait
     r.steps()
-    assert r.outstanding == 1
-    r.sync()  # empty again: still one, after a longer back-off
+    assert r.outstanding == 4  # a whole round again
+    for _ in range(4):  # that one empty too: the spout is idle
+        r.sync()
+    for _ in range(3):  # one `next` per wait
+        r.steps()
+        r.clock.advance(1.0)
+        r.steps()
+        assert r.outstanding == 1
+        r.sync()
     r.steps()
     r.clock.advance(1.0)
     r.steps()
@@ -168,11 +175,7 @@ def test_after_an_empty_next_one_is_in_flight_until_the_spout_emits_again(make):
     r.emit("m2")
     r.sync()
     r.steps()
-    assert r.outstanding == 2
-    r.emit("m3")
-    r.sync()
-    r.steps()
-    assert r.outstanding == 4  # 1 + 3 written: the window is 4 again, the depth
+    assert r.outstanding == 4  # the whole depth at once
 
 
 @pytest.mark.parametrize(
