@@ -15,7 +15,8 @@ It also bounds how many `next`s may be in flight (`window`): one once a whole ro
 empty (the wait is past its first step), else what the link allows (`host.spout.next.depth`). An
 idle spout is then asked with one `next` per wait instead of a round of 32. A paced spout keeps
 its rounds: each is one write and one read, and asking it with fewer `next`s at a time, more
-often, cost the host more than the empty `next`s did (docs/protocol.md §5.1).
+often, cost the host more than the empty `next`s did (1.24x its CPU at half load, measured with
+`python -m benchmarks.ab`).
 """
 
 from __future__ import annotations
