@@ -57,7 +57,6 @@ def test_the_wait_never_exceeds_the_longest_sleep_nor_doubles_twice_in_a_round(
         assert b.sleep <= max(0.05, 2 * before) and b.sleep <= 0.05
 
 
-
 def test_the_window_is_one_next_once_a_whole_round_came_back_empty() -> None:
     b = IdleBackoff(0.1)
     assert b.window == MAX_WINDOW  # the link's depth rules until the spout is seen idle
