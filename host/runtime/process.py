@@ -27,6 +27,10 @@ from multilang.paths import client_environment
 from multilang.shell_frames import OFFER_ENV
 
 _PR_SET_PDEATHSIG = 1
+# Run by `sh` between setpriv and the command, with the launcher's pid as $1: a parent that died
+# before setpriv set the signal never sends it, so the child looks for itself (it has been
+# handed to another parent by then) and ends instead of running on as an orphan.
+_PARENT_CHECK = '[ "$PPID" = "$1" ] || exit 1; shift; exec "$@"'
 log = logging.getLogger(__name__)
 
 
@@ -227,7 +231,12 @@ class Launcher:
         setpriv = _setpriv() if threaded else None
         if setpriv is not None:
             _check_executable(argv[0], cwd, env)
-            argv = [setpriv, "--pdeathsig", "KILL", "--", *argv]
+            argv = [
+                setpriv,
+                *("--pdeathsig", "KILL", "--", "/bin/sh", "-c", _PARENT_CHECK, "sh"),
+                str(os.getpid()),
+                *argv,
+            ]
         elif threaded:
             _warn_no_setpriv()
         popen = subprocess.Popen(

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from host.runtime import process
 from host.runtime.process import Child, Launcher
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -146,3 +147,22 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
         return "gone"
+
+
+def test_a_child_whose_parent_died_before_setpriv_set_the_signal_ends_itself() -> None:
+    """The race the parent-death signal leaves open (the launcher killed between the fork and
+    setpriv's prctl): the `sh` line between setpriv and the command runs the command only while
+    its parent is still the launcher's process. Played here with the launcher's pid given as
+    another process's (what the child sees once it was handed to a new parent)."""
+    check = [
+        "/bin/sh",
+        "-c",
+        process._PARENT_CHECK,  # the line itself is what is tested
+        "sh",
+    ]
+    orphan = subprocess.run([*check, "1", "echo", "ran"], capture_output=True, text=True)
+    assert (orphan.returncode, orphan.stdout) == (1, "")
+    ours = subprocess.run(
+        [*check, str(os.getpid()), "echo", "ran"], capture_output=True, text=True, check=False
+    )
+    assert (ours.returncode, ours.stdout) == (0, "ran\n")
