@@ -158,7 +158,8 @@ class SpoutLink(Link):
             self.nexts_out -= 1
             if self.emitted_in_exchange:
                 self.emits_per_next = self.emitted_in_exchange
-            # nothing emitted: back off so that an idle spout costs next to nothing
+            # the back-off learns of every answered `next`: an empty one delays the next ask
+            # (docs/protocol.md §5.1), an emitting one ends the wait
             again = self.backoff.synced(self.emitted_in_exchange > 0, now)
             if again is not None:
                 self.next_at = again

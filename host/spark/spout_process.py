@@ -360,7 +360,8 @@ class SpoutProcess:
             self.nexts_out -= 1
             if self._emitted:
                 self._per_next = self._emitted
-            # nothing to emit: back off, so that an idle spout costs next to nothing
+            # the back-off learns of every answered `next`: an empty one delays the next ask
+            # (docs/protocol.md §5.1), an emitting one ends the wait
             again = self.backoff.synced(self._emitted > 0, now)
             if again is not None:
                 self._next_at = again
