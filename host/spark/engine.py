@@ -176,10 +176,12 @@ class SparkEngine:
         self.batch_secs: list[float] = []
         self._stop = threading.Event()
         self._commit_spouts: dict[str, list[BatchSpoutProcess]] = {}
-        # a Spark spout's DataFrame or directory input beside other spouts: a share of each txid
-        # (host/spark/spark_input_opener.py)
+        # a Spark spout's input beside other spouts: a share of each txid
+        # (host/spark/spark_input_opener.py; a streaming one through its relay query)
         self.inputs = [
-            SparkInputOpener(plan.topology, s.id, self.checkpoint, self.state_root)
+            SparkInputOpener(
+                plan.topology, s.id, self.checkpoint, self.state_root, trigger_secs=trigger_secs
+            )
             for s in self.spouts
             if s.role == SPARK_INPUT and len(self.spouts) > 1
         ]

@@ -87,9 +87,13 @@ def explain(plan: Plan, master: str | None = None) -> str:
     lines.extend(sources_lines(plan))  # several spouts: what a micro-batch holds, or why not
     idle = None
     spouts = [s for s in plan.stages if s.component.is_spout]
-    # beside a batch spout its coordinator alone says when there is a batch (docs/spark.md §4.9)
+    # beside a batch spout its coordinator alone says when there is a batch; a streaming input
+    # beside other spouts is relayed, so the stager cuts its txids, idle ones too (docs/spark.md
+    # §4.9)
     if not any(s.role in (TRANSACTIONAL_SOURCE, KAFKA_SOURCE) for s in spouts) and any(
-        s.role == DRIVER_SPOUT or s.role == SPARK_INPUT and file_backed(topology, s.component.id)
+        s.role == DRIVER_SPOUT
+        or s.role == SPARK_INPUT
+        and (file_backed(topology, s.component.id) or len(spouts) > 1)
         for s in spouts
     ):
         idle = idle_batch_secs(topology)

@@ -10,20 +10,19 @@ are one source (host/spark/staged_spouts.py stages every task of every plain spo
 txid), and beside them transactional and Kafka sources (any number of them: a topology has at
 most one `batch: spout`, but may have several Kafka spouts) open each txid together, each from
 its own coordinator, and the plain spouts' share is staged into it (host/spark/batch_opener.py).
-A Spark spout whose input is a DataFrame or output directories runs beside them too: the
-stager adds its next files to each txid (host/spark/spark_input_opener.py), and a txid it has
-nothing new for holds none of its rows. A streaming input is read by Spark itself, which numbers
-its micro-batches: beside another spout it would be a union of sources in one query, and Spark
-moves only the offsets of the sources that have new data at a trigger, so a source whose offset
-is the txid would fall behind the batch id as soon as another made a micro-batch without it. It
-is refused beside any other spout, with that reason (docs/spark.md §4.9).
+A Spark spout runs beside them too: the stager adds its input's next share to each txid
+(host/spark/spark_input_opener.py), and a txid it has nothing new for holds none of its rows. A
+DataFrame's share is its next files, a directory input's its next output directory; a streaming
+input's micro-batches are numbered by Spark itself, so beside others they are not a source of
+the query (in a union Spark moves only the offsets of the sources with new data, and the txids
+would drift from the batch ids): a relay query in the driver stages them and the stager hands
+them out as it hands out a DataFrame's files (host/spark/stream_relay.py).
 """
 
 from __future__ import annotations
 
 from host.errors import TopologyError
 from host.spark.plan import (
-    DRIVER_SPOUT,
     KAFKA_SOURCE,
     SPARK_INPUT,
     TRANSACTIONAL_SOURCE,
@@ -32,10 +31,6 @@ from host.spark.plan import (
 )
 from host.spark.spark_input import file_backed
 
-# the spout kinds that run together in one source: the plain spouts, staged in the driver, the
-# batch spouts, whose coordinators open each txid together, and the Spark spout when its input
-# is a DataFrame or directories (`combinable`)
-COMBINABLE = frozenset({DRIVER_SPOUT, TRANSACTIONAL_SOURCE, KAFKA_SOURCE})
 NUMBERING = frozenset({TRANSACTIONAL_SOURCE, KAFKA_SOURCE})
 
 
@@ -49,37 +44,17 @@ def numbering(spouts: tuple[Stage, ...]) -> tuple[Stage, ...]:
     return tuple(s for s in spouts if s.role in NUMBERING)
 
 
-def combinable(plan: Plan, spout: Stage) -> bool:
-    """Whether the spout runs beside others in one source."""
-    if spout.role == SPARK_INPUT:
-        return file_backed(plan.topology, spout.id)
-    return spout.role in COMBINABLE
-
-
 def refusal(plan: Plan) -> str | None:
-    """Why the plan's spouts cannot run together on Spark, or None when they can."""
-    spouts = spout_stages(plan)
-    if not spouts:
+    """Why the plan's spouts cannot be the query's source, or None when they can: every kind of
+    spout runs alone or beside the others."""
+    if not spout_stages(plan):
         return "has no spout: a Spark query needs a source"
-    if len(spouts) == 1 or all(combinable(plan, s) for s in spouts):
-        return None
-    kinds = ", ".join(
-        f"{s.id!r} ({s.role}{'' if combinable(plan, s) else ', streaming'})" for s in spouts
-    )
-    return (
-        f"has {len(spouts)} spouts of kinds that do not run together: {kinds}. The Spark "
-        "engine runs several spouts together, one micro-batch one transaction over all of "
-        "them, when they are plain spouts, transactional sources, Kafka sources or Spark spouts "
-        "reading a DataFrame or directories; a Spark spout's streaming input is read by Spark, "
-        "which numbers its micro-batches itself, and in a union of sources Spark moves only the "
-        "offsets of those with new data, so the txids would drift from the micro-batches "
-        "(docs/spark.md §4.9). Run the streaming Spark spout in a topology of its own"
-    )
+    return None
 
 
 def check_sources(plan: Plan) -> tuple[Stage, ...]:
-    """Every spout stage of the plan, for one source; TopologyError (naming the file and the
-    spouts) for a mix that cannot be one transaction per micro-batch."""
+    """Every spout stage of the plan, for one source; TopologyError (naming the file) for a
+    plan without one."""
     reason = refusal(plan)
     if reason is not None:
         raise TopologyError(reason, file=plan.topology.source)
@@ -137,7 +112,15 @@ def sources_lines(plan: Plan) -> list[str]:
             f"  and the Spark input of {', '.join(repr(s.id) for s in inputs)} adds its next "
             "files to each of those micro-batches (none when it has nothing new)"
         )
+    streaming = [s for s in inputs if not file_backed(plan.topology, s.id)]
+    if streaming:
+        lines.append(
+            f"  the streaming input{'s' if len(streaming) > 1 else ''} of "
+            f"{', '.join(repr(s.id) for s in streaming)}: a relay query in the driver stages "
+            "each of Spark's micro-batches of it, and those are its next files, in order"
+        )
     for s in spouts:
         tasks = ", ".join(map(str, s.tasks))
-        lines.append(f"    {s.id}: {s.role}, task(s) {tasks}")
+        relayed = " (streaming, relayed)" if s in streaming else ""
+        lines.append(f"    {s.id}: {s.role}{relayed}, task(s) {tasks}")
     return lines

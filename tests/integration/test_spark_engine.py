@@ -270,11 +270,13 @@ def test_explain_prints_the_plan_and_starts_nothing() -> None:
     assert "stage 4: bolt store: committer in the batch group" in result.output
 
 
-def test_spouts_of_mixed_kinds_are_refused_and_a_spark_input_is_planned(tmp_path: Path) -> None:
-    """The Spark spout reading a streaming query beside a plain spout is refused before anything
-    starts (several plain spouts run: tests/integration/test_spark_several_spouts.py; plain and
-    Kafka spouts: test_spark_mixed_sources.py; the Spark spout's inputs:
-    test_spark_input_source.py; its directory input beside a plain spout:
+def test_a_spark_input_is_planned_alone_and_a_streaming_one_relayed_beside_a_plain_spout(
+    tmp_path: Path,
+) -> None:
+    """The Spark spout's input is the query's source alone; a streaming one beside a plain spout
+    is relayed (several plain spouts run: tests/integration/test_spark_several_spouts.py; plain
+    and Kafka spouts: test_spark_mixed_sources.py; the Spark spout's inputs:
+    test_spark_input_source.py; its inputs beside a plain spout, a streaming one included:
     test_spark_input_beside_spouts.py)."""
     from click.testing import CliRunner
 
@@ -297,12 +299,10 @@ def test_spouts_of_mixed_kinds_are_refused_and_a_spark_input_is_planned(tmp_path
         "bolts:\n"
         "  c: {command: [python, s.py], outputs: [], inputs: {a: shuffle, k: shuffle}}\n"
     )
-    checkpoint = tmp_path / "checkpoint"
-    result = CliRunner().invoke(spark, [str(mixed), "--checkpoint", str(checkpoint)])
-    assert result.exit_code == 2
-    assert "has 2 spouts of kinds that do not run together" in result.output
-    assert "'k' (spark input, streaming)" in result.output
-    assert not checkpoint.exists()  # refused before anything starts
+    result = CliRunner().invoke(spark, [str(mixed), "--explain"])
+    assert result.exit_code == 0, result.output
+    assert "the streaming input of 'k': a relay query in the driver stages" in result.output
+    assert "    k: spark input (streaming, relayed), task(s) " in result.output
 
 
 def test_a_directory_too_big_to_ship_is_refused_before_anything_starts(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""A Spark spout's directory input beside other spouts, without Spark (host/spark/
+"""A Spark spout's directory and streaming inputs beside other spouts, without Spark (host/spark/
 spark_input_opener.py, the stager in host/spark/staged_spouts.py; docs/spark.md §4.9): each
 txid's share is the next complete output directory, or none (an idle share keeping the position);
 a share stored is kept; the stager makes a txid for the input's new files alone, and none while
@@ -12,10 +12,12 @@ import pickle
 import time
 from pathlib import Path
 
+import pytest
+
 from host.batch.store import BatchStore
 from host.spark.plan import plan
 from host.spark.source import meta_record
-from host.spark.spark_input_opener import SparkInputOpener
+from host.spark.spark_input_opener import RELAY_RESTARTS, SparkInputOpener
 from host.spark.staged_spouts import StagedSpouts
 from host.topology.model import BOLT, SPOUT, Component, Grouping, Input, Topology
 from tests.unit.test_spark_batch_sources import until
@@ -139,3 +141,102 @@ def test_the_stager_makes_a_txid_for_new_files_alone_and_none_without(tmp_path: 
         assert share(opener, 2)["name"] == "out-01"
     finally:
         staged.close()
+
+
+# ---- a streaming input, through its relay (host/spark/stream_relay.py) ----------------------------
+
+
+def streaming_opener(tmp_path: Path, max_rows: int = 100) -> SparkInputOpener:
+    """The opener of a streaming input whose relay query is not started (it needs Spark: the
+    integration tests run it); the test stages the relay's micro-batches itself."""
+    base = topology(tmp_path)
+    rows = base.component("rows")
+    config = {
+        "spark.spout.source": "streaming",
+        "spark.spout.job": "jobs:stream",
+        "spark.spout.checkpoint.dir": "spout-state",
+    }
+    changed = Topology(
+        base.name,
+        tuple(
+            Component(**{**c.__dict__, "config": config}) if c is rows else c
+            for c in base.components
+        ),
+        {"host.spark.batch.max.tuples": max_rows},
+        source=base.source,
+    )
+    opener = SparkInputOpener(
+        changed, "rows", str(tmp_path / "checkpoint"), str(tmp_path / "batches")
+    )
+    assert opener.relay is not None
+    opener.relay.start = lambda spark: None  # type: ignore[method-assign]
+    return opener
+
+
+def relay_stage(opener: SparkInputOpener, b: int, rows: int) -> str:
+    """Micro-batch b as the relay stages it: a directory with a part file and the manifest."""
+    from components.spark_spout.segments import MANIFEST
+
+    assert opener.relay is not None
+    directory = Path(opener.relay.root) / f"batch-{b}"
+    directory.mkdir(parents=True)
+    (directory / "part-0.parquet").write_bytes(b"")
+    doc = {"batch": b, "files": [{"name": "part-0.parquet", "rows": rows}], "rows": rows}
+    (directory / MANIFEST).write_text(json.dumps(doc))
+    return str(directory / "part-0.parquet")
+
+
+def test_a_streaming_input_hands_out_its_relayed_micro_batches_in_order(tmp_path: Path) -> None:
+    opener = streaming_opener(tmp_path, max_rows=100)
+    opener.prepare(None, 0)
+    relay = opener.relay
+    assert relay is not None
+    assert not opener.has_new(1)
+    first = [relay_stage(opener, 0, 60), relay_stage(opener, 1, 30)]
+    relay_stage(opener, 2, 50)
+    assert opener.has_new(1) and opener.open(1)
+    # consecutive micro-batches within the bound, read as a staged DataFrame's files
+    assert share(opener, 1) == {
+        "input": "dataframe",
+        "relayed": [0, 1],
+        "files": first,
+        "rows": 90,
+        "end": 2,
+    }
+    assert opener.open(2) and share(opener, 2)["relayed"] == [2]
+    assert not opener.has_new(3)
+    assert opener.open(3)  # nothing staged: an idle share, keeping the position
+    assert share(opener, 3)["files"] == [] and share(opener, 3)["end"] == 3
+    opener.committed(1)
+    # the committed txid's micro-batches are not read again; the later ones' stay
+    assert sorted(p.name for p in Path(relay.root).iterdir()) == ["batch-2"]
+    # restarted with txids 2 and 3 opened, not committed: batch 2 stays for txid 2's replay,
+    # and a micro-batch Spark replays below the committed end is not staged again
+    again = streaming_opener(tmp_path)
+    again.prepare(None, 1)
+    assert again.relay is not None
+    assert (again.relay._committed_end, again.relay._opened_end) == (2, 3)
+    assert sorted(p.name for p in Path(relay.root).iterdir()) == ["batch-2"]
+
+
+def test_a_relay_query_that_stops_is_started_again_then_ends_the_stager(tmp_path: Path) -> None:
+    """A relay query that ended by itself is started again from its checkpoint at the next look;
+    after three restarts in a row with no new micro-batch staged between them, the stager's look
+    raises with the reason (the engine then ends the run)."""
+    opener = streaming_opener(tmp_path)
+    opener.prepare(None, 0)
+    relay = opener.relay
+    assert relay is not None
+    starts: list[object] = []
+    relay.start = starts.append  # type: ignore[method-assign]
+    relay.failure = lambda: "the disk is full"  # type: ignore[method-assign]
+    for n in range(RELAY_RESTARTS):
+        assert not opener.has_new(1)
+        assert len(starts) == n + 1
+    relay_stage(opener, 0, 10)  # it staged one after all: the count starts again
+    assert opener.has_new(1) and opener.open(1)
+    for _ in range(RELAY_RESTARTS - 1):
+        assert not opener.has_new(2)
+    with pytest.raises(RuntimeError, match="failed 4 times in a row: the disk is full"):
+        opener.has_new(2)
+    assert len(starts) == 2 * RELAY_RESTARTS

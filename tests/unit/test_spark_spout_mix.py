@@ -1,8 +1,7 @@
 """Which spouts run together on the Spark engine (host/spark/spout_mix.py; docs/spark.md §4.9):
 plain spouts are one staged source, beside any transactional and Kafka sources, which open each
-txid together, and beside Spark spouts reading a DataFrame or directories, whose next files join
-each txid; a Spark spout reading a streaming query beside any other is refused before anything
-starts, and `--explain` shows every source. Pure: no Spark."""
+txid together, and beside Spark spouts, whose next files join each txid (a streaming input's
+micro-batches staged by its relay query); `--explain` shows every source. Pure: no Spark."""
 
 from __future__ import annotations
 
@@ -75,31 +74,40 @@ def test_plain_spouts_run_beside_transactional_and_kafka_sources_which_open_the_
 
 
 @pytest.mark.parametrize(
-    "spouts, kinds",
+    "spouts",
     [
-        (
-            (spout("s", SPARK_SPOUT, config=STREAMING), spout("p")),
-            [f"'s' ({SPARK_INPUT}, streaming)", f"'p' ({DRIVER_SPOUT})"],
-        ),
-        (
-            (spout("k", KAFKA), spout("s", SPARK_SPOUT, config=STREAMING), spout("d", SPARK_SPOUT)),
-            [f"'k' ({KAFKA_SOURCE})", f"'s' ({SPARK_INPUT}, streaming)", f"'d' ({SPARK_INPUT})"],
-        ),
+        (spout("s", SPARK_SPOUT, config=STREAMING), spout("p")),
+        (spout("k", KAFKA), spout("s", SPARK_SPOUT, config=STREAMING), spout("d", SPARK_SPOUT)),
+        (spout("s", SPARK_SPOUT, config=STREAMING), spout("t", SPARK_SPOUT, config=STREAMING)),
     ],
 )
-def test_other_mixes_are_refused_naming_the_file_the_spouts_and_why(spouts, kinds):
+def test_a_streaming_spark_input_runs_beside_any_spout_through_its_relay(spouts):
     p = plan(topology(*spouts))
+    assert refusal(p) is None
+    assert [s.id for s in check_sources(p)] == [s.id for s in spouts]
+    check_supported(p)  # the engine takes it
+    lines = explain(p).splitlines()
+    streaming = [s.id for s in spouts if s.config == STREAMING]
+    names = ", ".join(repr(i) for i in streaming)
+    plural = "s" if len(streaming) > 1 else ""
+    assert (
+        f"  the streaming input{plural} of {names}: a relay query in the driver stages each of "
+        "Spark's micro-batches of it, and those are its next files, in order"
+    ) in lines
+    for i in streaming:
+        assert any(
+            line.startswith(f"    {i}: {SPARK_INPUT} (streaming, relayed), task(s) ")
+            for line in lines
+        ), lines
+
+
+def test_a_topology_without_a_spout_is_refused_naming_the_file():
+    sink = Component("sink", BOLT, ("python", "b.py"), outputs={})
+    p = plan(Topology("none", (sink,), source="none.yaml"))
     with pytest.raises(TopologyError) as caught:
         check_sources(p)
-    text = str(caught.value)
-    assert text.startswith("several.yaml: ")
-    for kind in kinds:
-        assert kind in text
-    assert "the txids would drift from the micro-batches" in text
-    with pytest.raises(TopologyError):
-        check_supported(p)  # the engine refuses it before anything starts
-    # --explain still prints the plan, with the refusal at its head
-    assert f"  sources: refused: the topology has {len(spouts)} spouts" in explain(p)
+    assert str(caught.value).startswith("none.yaml: ")
+    assert "has no spout" in str(caught.value)
 
 
 @pytest.mark.parametrize(
