@@ -67,7 +67,7 @@ from host.spark.source import (
 from host.spark.spark_calls import bounded, first_line, set_log_levels
 from host.spark.spark_input_opener import SparkInputOpener
 from host.spark.spark_input_source import SparkInput
-from host.spark.spout_mix import check_sources
+from host.spark.spout_mix import check_sources, relayed
 from host.spark.staged_source import STAGED_SOURCE_NAME, StagedSpoutSource, sources_option
 from host.spark.staged_spouts import StagedSpouts
 from host.spark.stages import BatchRun
@@ -176,14 +176,15 @@ class SparkEngine:
         self.batch_secs: list[float] = []
         self._stop = threading.Event()
         self._commit_spouts: dict[str, list[BatchSpoutProcess]] = {}
-        # a Spark spout's input beside other spouts: a share of each txid
-        # (host/spark/spark_input_opener.py; a streaming one through its relay query)
+        # a Spark spout's input beside other spouts, or a streaming one relayed for the ticks: a
+        # share of each txid (host/spark/spark_input_opener.py, host/spark/stream_relay.py)
+        relay = relayed(plan)
         self.inputs = [
             SparkInputOpener(
                 plan.topology, s.id, self.checkpoint, self.state_root, trigger_secs=trigger_secs
             )
             for s in self.spouts
-            if s.role == SPARK_INPUT and len(self.spouts) > 1
+            if s.role == SPARK_INPUT and (len(self.spouts) > 1 or s.id in relay)
         ]
         # a plain spout runs in this driver, its micro-batches staged (host/spark/staged_spouts.py),
         # beside batch spouts as its share of their batches, which the stager opens together
@@ -203,7 +204,7 @@ class SparkEngine:
                 run_id=self.run_id,
                 openers=openers,
             )
-            if plain or len(openers) > 1
+            if plain or len(openers) > 1 or self.inputs
             else None
         )
         # Kafka's group or storm-kafka's nodes in ZooKeeper (host/spark/kafka_commits.py)

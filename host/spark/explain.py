@@ -26,7 +26,6 @@ from host.spark.plan import (
 )
 from host.spark.session_settings import MASTER_KEY
 from host.spark.shipping import AUTO, components_in, directories, is_local, ships
-from host.spark.spark_input import file_backed
 from host.spark.spout_mix import sources_lines
 from host.topology import settings as cfg
 from host.topology.flux_java import builtin_for_command
@@ -43,7 +42,8 @@ _ROLE_TEXT = {
     SPARK_INPUT: (
         "its DataFrame, output directory or streaming query is read by Spark directly, no spout "
         "process: a streaming query's micro-batches are Spark's own, each staged so a replay "
-        "reads the same rows; a DataFrame is staged once, then read in micro-batches of at most "
+        "reads the same rows (relayed when a bolt ticks or beside other spouts: see its source "
+        "line); a DataFrame is staged once, then read in micro-batches of at most "
         "host.spark.batch.max.tuples rows; each complete output directory is one micro-batch"
     ),
     KAFKA_SOURCE: (
@@ -88,13 +88,10 @@ def explain(plan: Plan, master: str | None = None) -> str:
     idle = None
     spouts = [s for s in plan.stages if s.component.is_spout]
     # beside a batch spout its coordinator alone says when there is a batch; a streaming input
-    # beside other spouts is relayed, so the stager cuts its txids, idle ones too (docs/spark.md
-    # §4.9)
+    # is relayed while a bolt ticks (or beside other spouts), so the stager cuts its txids, idle
+    # ones too (docs/spark.md §2.4, §4.9)
     if not any(s.role in (TRANSACTIONAL_SOURCE, KAFKA_SOURCE) for s in spouts) and any(
-        s.role == DRIVER_SPOUT
-        or s.role == SPARK_INPUT
-        and (file_backed(topology, s.component.id) or len(spouts) > 1)
-        for s in spouts
+        s.role in (DRIVER_SPOUT, SPARK_INPUT) for s in spouts
     ):
         idle = idle_batch_secs(topology)
         if idle is not None:

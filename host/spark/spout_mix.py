@@ -22,6 +22,7 @@ them out as it hands out a DataFrame's files (host/spark/stream_relay.py).
 from __future__ import annotations
 
 from host.errors import TopologyError
+from host.spark.idle_batches import idle_batch_secs
 from host.spark.plan import (
     KAFKA_SOURCE,
     SPARK_INPUT,
@@ -37,6 +38,19 @@ NUMBERING = frozenset({TRANSACTIONAL_SOURCE, KAFKA_SOURCE})
 def spout_stages(plan: Plan) -> tuple[Stage, ...]:
     """The plan's spout stages, in its (topological, then file) order."""
     return tuple(s for s in plan.stages if s.component.is_spout)
+
+
+def relayed(plan: Plan) -> tuple[str, ...]:
+    """The Spark spouts whose streaming input runs through a relay query
+    (host/spark/stream_relay.py): every one beside other spouts, and one alone while a bolt
+    ticks, so that the stager can make the idle micro-batches that bring the ticks (docs/spark.md
+    §2.4); Spark's own micro-batches of the input come only when it has data."""
+    spouts = spout_stages(plan)
+    if len(spouts) == 1 and idle_batch_secs(plan.topology) is None:
+        return ()
+    return tuple(
+        s.id for s in spouts if s.role == SPARK_INPUT and not file_backed(plan.topology, s.id)
+    )
 
 
 def numbering(spouts: tuple[Stage, ...]) -> tuple[Stage, ...]:
@@ -65,8 +79,16 @@ def sources_lines(plan: Plan) -> list[str]:
     """`--explain`'s lines on the sources: one per spout when there are several, with what a
     micro-batch holds, or the refusal."""
     spouts = spout_stages(plan)
+    relay = relayed(plan)
     if len(spouts) < 2:
-        return []
+        if not relay:
+            return []
+        return [
+            f"  source: the streaming input of {relay[0]!r} runs through a relay query, because "
+            "a bolt ticks: the relay stages each of Spark's micro-batches of it, and the "
+            "driver's stager makes the txids from those, and idle ones for the ticks while it "
+            "has nothing"
+        ]
     reason = refusal(plan)
     if reason is not None:
         return [f"  sources: refused: the topology {reason}"]
@@ -112,7 +134,7 @@ def sources_lines(plan: Plan) -> list[str]:
             f"  and the Spark input of {', '.join(repr(s.id) for s in inputs)} adds its next "
             "files to each of those micro-batches (none when it has nothing new)"
         )
-    streaming = [s for s in inputs if not file_backed(plan.topology, s.id)]
+    streaming = [s for s in inputs if s.id in relay]
     if streaming:
         lines.append(
             f"  the streaming input{'s' if len(streaming) > 1 else ''} of "
@@ -121,6 +143,6 @@ def sources_lines(plan: Plan) -> list[str]:
         )
     for s in spouts:
         tasks = ", ".join(map(str, s.tasks))
-        relayed = " (streaming, relayed)" if s in streaming else ""
-        lines.append(f"    {s.id}: {s.role}{relayed}, task(s) {tasks}")
+        tag = " (streaming, relayed)" if s in streaming else ""
+        lines.append(f"    {s.id}: {s.role}{tag}, task(s) {tasks}")
     return lines

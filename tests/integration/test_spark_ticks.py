@@ -253,3 +253,82 @@ def test_ticks_go_on_over_idle_micro_batches_once_the_spout_is_quiet(tmp_path):
             ("__system", "__tick", -1, (1,))
         }
         assert all(n == 0 for *_, n in ticks[after_last_ack[name] :])  # nothing left to flush
+
+
+STREAM_JOB = """\
+def stream(spark, conf):
+    return spark.readStream.schema("id LONG, text STRING").parquet(conf["test.stream.dir"])
+"""
+
+
+def test_ticks_go_on_beside_a_quiet_streaming_input_through_its_relay(tmp_path):
+    """The Spark spout reading a streaming query, alone, into the 1-second tick sink: Spark's own
+    micro-batches of the input come only when it has data, so, because a bolt ticks, the input
+    runs through a relay query (host/spark/stream_relay.py) and the stager makes the txids,
+    idle ones too. The sink keeps getting ticks after the input's one file, and every row is
+    written once."""
+    import pyarrow as pa
+
+    base = tmp_path / "stream"
+    (base / "in").mkdir(parents=True)
+    (base / "jobs.py").write_text(STREAM_JOB)
+    ids = list(range(50))
+    table = pa.table({"id": pa.array(ids, pa.int64()), "text": [f"row {i}" for i in ids]})
+    pq.write_table(table, base / "in" / ".part-0.parquet")
+    (base / "in" / ".part-0.parquet").rename(base / "in" / "part-0.parquet")
+    doc = {
+        "name": "stream-ticks",
+        "spouts": {
+            "rows": {
+                "command": ["python", "-m", "components.spark_spout"],
+                "outputs": ["id", "text"],
+                "config": {
+                    "spark.spout.source": "streaming",
+                    "spark.spout.job": "jobs:stream",
+                    "test.stream.dir": str(base / "in"),
+                    "spark.spout.checkpoint.dir": "spout-state",
+                },
+            }
+        },
+        "bolts": {
+            "held": {
+                "command": ["python", str(TICK_SINK)],
+                "outputs": [],
+                "parallelism": 2,
+                "inputs": {"rows": "shuffle"},
+                "config": {
+                    "test.sink.dir": str(base / "held"),
+                    "topology.tick.tuple.freq.secs": 1,
+                },
+            }
+        },
+    }
+    path = base / "topology.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    explained = run_ok([sys.executable, "-m", "host", "spark", str(path), "--explain"], 120)
+    assert "source: the streaming input of 'rows' runs through a relay query" in explained
+    assert "idle micro-batches: one after 1 s with none" in explained
+
+    def held_rows() -> list[tuple[int, str]]:
+        return [
+            tuple(r) for p in sorted((base / "held").glob("rows-*.jsonl")) for r in read_jsonl(p)
+        ]
+
+    checkpoint = tmp_path / "checkpoint"
+    proc = start(spark_command(path, checkpoint, LOCAL))
+    try:
+        wait_for(lambda: len(held_rows()) >= 50, proc, "the file's rows flushed by a tick")
+        after = _tick_count(base / "held")
+
+        def more_ticks() -> bool:  # two more ticks for each task, the input having no more
+            now = _tick_count(base / "held")
+            return all(now.get(name, 0) >= n + 2 for name, n in after.items())
+
+        wait_for(more_ticks, proc, "ticks after the input's last row")
+    finally:
+        proc.terminate()
+        out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out[-5000:]
+    assert collections.Counter(held_rows()) == collections.Counter((i, f"row {i}") for i in ids)
+    # the relay staged the input's micro-batches under the checkpoint, and its query is its own
+    assert (checkpoint / "input" / "relay-rows" / "query").is_dir()
