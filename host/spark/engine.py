@@ -71,6 +71,7 @@ from host.spark.spout_mix import check_sources, relayed
 from host.spark.staged_source import STAGED_SOURCE_NAME, StagedSpoutSource, sources_option
 from host.spark.staged_spouts import StagedSpouts
 from host.spark.stages import BatchRun
+from host.spark.stream_relay import check_checkpoint
 from host.topology import settings as cfg
 
 log = logging.getLogger("host.spark")
@@ -263,6 +264,7 @@ class SparkEngine:
         return 0
 
     def _prepare_state(self) -> None:
+        check_checkpoint(self.plan, self.checkpoint, self.query_dir)
         os.makedirs(self.state_root, exist_ok=True)
         if self.batch_spouts:  # the tasks whose batch metadata is stored: the batch spouts'
             self.states.prepare()

@@ -37,7 +37,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from components.spark_spout.segments import stage, staged
+from host.errors import TopologyError
+from host.spark.plan import SPARK_INPUT, Plan
+from host.spark.spark_input import file_backed
 from host.spark.spark_input_source import SparkInput
+from host.spark.spout_mix import relayed, spout_stages
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +50,34 @@ BATCH_PREFIX = "batch-"
 MAX_AHEAD = 4  # staged micro-batches not handed out yet, at most
 WAIT_SECS = 0.05  # how often a relay waiting for room looks again
 STOP_WAIT_SECS = 30.0  # a relay query that does not stop in this long is left to the session
+
+
+def check_checkpoint(plan: Plan, checkpoint: str, query_dir: str) -> None:
+    """Refuses, before anything starts, a checkpoint whose query read a streaming input the other
+    way (as its own source, or through a relay) from the way this run would: Spark cannot resume
+    a query whose source changed. That happens when a bolt starts or stops ticking, or spouts
+    are added beside the input (host/spark/spout_mix.py `relayed`)."""
+    offsets = os.path.join(query_dir, "offsets")
+    if not (os.path.isdir(offsets) and os.listdir(offsets)):
+        return  # the query has not run a micro-batch: nothing to resume
+    relay = relayed(plan)
+    for spout in spout_stages(plan):
+        if spout.role != SPARK_INPUT or file_backed(plan.topology, spout.id):
+            continue
+        was = os.path.isdir(os.path.join(checkpoint, "input", RELAY_PREFIX + spout.id))
+        if was == (spout.id in relay):
+            continue
+        before, now = ("through a relay", "as the query's own source")
+        if not was:
+            before, now = now, before
+        raise TopologyError(
+            f"the checkpoint {checkpoint} was written with the streaming input read {before}, "
+            f"and this run would read it {now} (a relay runs while a bolt ticks or beside other "
+            "spouts: docs/spark.md §4.9); Spark cannot resume a query whose source changed: "
+            "give a new --checkpoint, or run the topology as it was",
+            file=plan.topology.source,
+            component=spout.id,
+        )
 
 
 class RelayStopped(RuntimeError):
