@@ -225,20 +225,19 @@ def test_a_dataframe_is_staged_once_and_handed_out_a_bound_at_a_time(tmp_path: P
     assert manifest is not None and manifest["rows"] == 600 and len(manifest["files"]) == 4
 
 
-def test_driver_killed_mid_batch_replays_the_same_directory_and_staged_tuples(
-    tmp_path: Path,
-) -> None:
-    """The committer dies on every attempt of the first txid after 1 holding both spouts'
-    tuples; the driver is SIGKILLed with that txid staged. Started again on its checkpoint, the
-    txid is replayed whole: the same output directory (its share stored before the staging) and
-    the same staged tuples of the ledger spout, every id once."""
-    base = tmp_path / "killed"
-    topology, limits = make_topology(base, 300, directories=3)
+def crash_then_restart(
+    tmp_path: Path, base: Path, topology: Path, crash_on: str, limits: dict[str, int], check: Any
+) -> tuple[int, list[tuple[str, int]], Any]:
+    """The committer made to die on every attempt of the first txid after 1 holding tuples of
+    the spouts `crash_on` names, the driver SIGKILLed with that txid staged
+    (several.crash_and_kill); `check(txid, staged)` called then; the driver started again on the
+    checkpoint with the committer fixed, until every id of both spouts is stored. That txid, the
+    ledger spout's tuples staged for it and what `check` returned."""
     checkpoint = base / "checkpoint"
     db = base / "out.db"
     plain = topology.read_text()
     doc = yaml.safe_load(plain)
-    doc["bolts"]["store"]["env"] = {"CRASH_ON_MIXED_BATCH": "py,rows"}
+    doc["bolts"]["store"]["env"] = {"CRASH_ON_MIXED_BATCH": crash_on}
     topology.write_text(yaml.safe_dump(doc))
     txid, staged = several.crash_and_kill(
         tmp_path,
@@ -249,15 +248,34 @@ def test_driver_killed_mid_batch_replays_the_same_directory_and_staged_tuples(
             == sum(1 for s, *_ in several.stored(db) if s == "py")
         ),
     )
-    assert {s for s, _ in staged} == {"py"}  # the precondition: the ledger spout's tuples
-    share = shares(checkpoint)[txid]
-    assert share["files"], share  # and a directory, in the crashing txid
+    checked = check(txid, staged)
     topology.write_text(plain)  # the committer without its fault
     spec = {"topology": str(topology), "checkpoint": str(checkpoint), "max_tuples": 200}
     second = start_driver(__file__, spec, tmp_path / "second.json")
     wait_all_stored(second, base, limits, "every id of both spouts stored after the restart")
     out = several.stop(second)
     assert f"txid {txid}: staged by an earlier run, replayed" in out
+    return txid, staged, checked
+
+
+def test_driver_killed_mid_batch_replays_the_same_directory_and_staged_tuples(
+    tmp_path: Path,
+) -> None:
+    """The committer dies on every attempt of the first txid after 1 holding both spouts'
+    tuples; the driver is SIGKILLed with that txid staged. Started again on its checkpoint, the
+    txid is replayed whole: the same output directory (its share stored before the staging) and
+    the same staged tuples of the ledger spout, every id once."""
+    base = tmp_path / "killed"
+    topology, limits = make_topology(base, 300, directories=3)
+    checkpoint = base / "checkpoint"
+
+    def check(txid: int, staged: list[tuple[str, int]]) -> dict[str, Any]:
+        assert {s for s, _ in staged} == {"py"}  # the precondition: the ledger spout's tuples
+        share = shares(checkpoint)[txid]
+        assert share["files"], share  # and a directory, in the crashing txid
+        return share
+
+    txid, staged, share = crash_then_restart(tmp_path, base, topology, "py,rows", limits, check)
     rows = several.check_every_id_once(base, limits)
     stored_py = sorted(("py", i) for s, i, _, x in rows if x == txid and s == "py")
     assert stored_py == sorted(staged)  # the ledger spout's share, from the staging
@@ -325,32 +343,17 @@ def test_driver_killed_mid_batch_replays_the_same_relayed_micro_batches(tmp_path
     base = tmp_path / "killed-stream"
     topology, limits = make_topology(base, 300, directories=0, stream=8)
     checkpoint = base / "checkpoint"
-    db = base / "out.db"
-    plain = topology.read_text()
-    doc = yaml.safe_load(plain)
-    doc["bolts"]["store"]["env"] = {"CRASH_ON_MIXED_BATCH": "rows"}
-    topology.write_text(yaml.safe_dump(doc))
-    txid, staged = several.crash_and_kill(
-        tmp_path,
-        topology,
-        checkpoint,
-        lambda: (
-            len(several.ledger(base, "py")[0])
-            == sum(1 for s, *_ in several.stored(db) if s == "py")
-        ),
-    )
-    share = shares(checkpoint)[txid]
-    assert share["relayed"], share  # the precondition: relayed micro-batches in that txid
-    for b in share["relayed"]:  # kept on disk for the replay
-        assert f"batch-{b}" in relay_batches(checkpoint)
-    relayed_ids = sorted(i for f in share["files"] for i in pq.read_table(f)["id"].to_pylist())
-    assert len(relayed_ids) == share["rows"] > 0
-    topology.write_text(plain)  # the committer without its fault
-    spec = {"topology": str(topology), "checkpoint": str(checkpoint), "max_tuples": 200}
-    second = start_driver(__file__, spec, tmp_path / "second.json")
-    wait_all_stored(second, base, limits, "every id of both spouts stored after the restart")
-    out = several.stop(second)
-    assert f"txid {txid}: staged by an earlier run, replayed" in out
+
+    def check(txid: int, staged: list[tuple[str, int]]) -> list[int]:
+        share = shares(checkpoint)[txid]
+        assert share["relayed"], share  # the precondition: relayed micro-batches in that txid
+        for b in share["relayed"]:  # kept on disk for the replay
+            assert f"batch-{b}" in relay_batches(checkpoint)
+        ids = sorted(i for f in share["files"] for i in pq.read_table(f)["id"].to_pylist())
+        assert len(ids) == share["rows"] > 0
+        return ids
+
+    txid, staged, relayed_ids = crash_then_restart(tmp_path, base, topology, "rows", limits, check)
     rows = several.check_every_id_once(base, limits)
     stored_py = sorted(("py", i) for s, i, _, x in rows if x == txid and s == "py")
     assert stored_py == sorted(staged)  # the ledger spout's share, from the staging

@@ -95,16 +95,7 @@ def make_topology(base: Path, held: bool) -> Path:
         }
     }
     if held:
-        bolts["held"] = {
-            "command": ["python", str(TICK_SINK)],
-            "outputs": [],
-            "parallelism": 2,
-            "inputs": {"rows": "shuffle"},
-            "config": {
-                "test.sink.dir": str(base / "held"),
-                "topology.tick.tuple.freq.secs": 3600,
-            },
-        }
+        bolts["held"] = held_sink(base, 3600)
     doc = {
         "name": "tick-sinks",
         "config": {
@@ -118,6 +109,18 @@ def make_topology(base: Path, held: bool) -> Path:
     path = base / "topology.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path
+
+
+def held_sink(base: Path, period: int) -> dict[str, Any]:
+    """The tick sink (two tasks, shuffle from `rows`), writing under `base`/held, ticking every
+    `period` seconds."""
+    return {
+        "command": ["python", str(TICK_SINK)],
+        "outputs": [],
+        "parallelism": 2,
+        "inputs": {"rows": "shuffle"},
+        "config": {"test.sink.dir": str(base / "held"), "topology.tick.tuple.freq.secs": period},
+    }
 
 
 def acked_ids(base: Path) -> list[int]:
@@ -215,15 +218,7 @@ def test_ticks_go_on_over_idle_micro_batches_once_the_spout_is_quiet(tmp_path):
     path = make_topology(base, held=False)
     doc = yaml.safe_load(path.read_text())
     doc["config"]["test.rows"] = 50  # one micro-batch's worth, then a quiet spout
-    doc["bolts"] = {
-        "held": {
-            "command": ["python", str(TICK_SINK)],
-            "outputs": [],
-            "parallelism": 2,
-            "inputs": {"rows": "shuffle"},
-            "config": {"test.sink.dir": str(base / "held"), "topology.tick.tuple.freq.secs": 1},
-        }
-    }
+    doc["bolts"] = {"held": held_sink(base, 1)}
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     explained = run_ok([sys.executable, "-m", "host", "spark", str(path), "--explain"], 120)
     assert "idle micro-batches: one after 1 s with none" in explained
@@ -290,18 +285,7 @@ def test_ticks_go_on_beside_a_quiet_streaming_input_through_its_relay(tmp_path):
                 },
             }
         },
-        "bolts": {
-            "held": {
-                "command": ["python", str(TICK_SINK)],
-                "outputs": [],
-                "parallelism": 2,
-                "inputs": {"rows": "shuffle"},
-                "config": {
-                    "test.sink.dir": str(base / "held"),
-                    "topology.tick.tuple.freq.secs": 1,
-                },
-            }
-        },
+        "bolts": {"held": held_sink(base, 1)},
     }
     path = base / "topology.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
