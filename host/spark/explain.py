@@ -42,8 +42,8 @@ _ROLE_TEXT = {
     SPARK_INPUT: (
         "its DataFrame, output directory or streaming query is read by Spark directly, no spout "
         "process: a streaming query's micro-batches are Spark's own, each staged so a replay "
-        "reads the same rows (relayed when a bolt ticks or beside other spouts: see its source "
-        "line); a DataFrame is staged once, then read in micro-batches of at most "
+        "reads the same rows (relayed for idle micro-batches or beside other spouts: see its "
+        "source line); a DataFrame is staged once, then read in micro-batches of at most "
         "host.spark.batch.max.tuples rows; each complete output directory is one micro-batch"
     ),
     KAFKA_SOURCE: (
@@ -88,8 +88,8 @@ def explain(plan: Plan, master: str | None = None) -> str:
     idle = None
     spouts = [s for s in plan.stages if s.component.is_spout]
     # beside a batch spout its coordinator alone says when there is a batch; a streaming input
-    # is relayed while a bolt ticks (or beside other spouts), so the stager cuts its txids, idle
-    # ones too (docs/spark.md §2.4, §4.9)
+    # is relayed for idle micro-batches (or beside other spouts), so the stager cuts its txids,
+    # idle ones too (docs/spark.md §2.4, §4.9)
     if not any(s.role in (TRANSACTIONAL_SOURCE, KAFKA_SOURCE) for s in spouts) and any(
         s.role in (DRIVER_SPOUT, SPARK_INPUT) for s in spouts
     ):

@@ -42,9 +42,9 @@ def spout_stages(plan: Plan) -> tuple[Stage, ...]:
 
 def relayed(plan: Plan) -> tuple[str, ...]:
     """The Spark spouts whose streaming input runs through a relay query
-    (host/spark/stream_relay.py): every one beside other spouts, and one alone while a bolt
-    ticks, so that the stager can make the idle micro-batches that bring the ticks (docs/spark.md
-    §2.4); Spark's own micro-batches of the input come only when it has data."""
+    (host/spark/stream_relay.py): every one beside other spouts, and one alone when idle
+    micro-batches are on (by default while a bolt ticks), so that the stager can make them
+    (docs/spark.md §2.4); Spark's own micro-batches of the input come only when it has data."""
     spouts = spout_stages(plan)
     if len(spouts) == 1 and idle_batch_secs(plan.topology) is None:
         return ()
@@ -84,10 +84,10 @@ def sources_lines(plan: Plan) -> list[str]:
         if not relay:
             return []
         return [
-            f"  source: the streaming input of {relay[0]!r} runs through a relay query, because "
-            "a bolt ticks: the relay stages each of Spark's micro-batches of it, and the "
-            "driver's stager makes the txids from those, and idle ones for the ticks while it "
-            "has nothing"
+            f"  source: the streaming input of {relay[0]!r} runs through a relay query, for the "
+            "idle micro-batches (a bolt ticks, or host.spark.idle.batch.secs is set): the relay "
+            "stages each of Spark's micro-batches of it, and the driver's stager makes the txids "
+            "from those, and idle ones while it has nothing"
         ]
     reason = refusal(plan)
     if reason is not None:

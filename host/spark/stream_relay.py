@@ -55,8 +55,9 @@ STOP_WAIT_SECS = 30.0  # a relay query that does not stop in this long is left t
 def check_checkpoint(plan: Plan, checkpoint: str, query_dir: str) -> None:
     """Refuses, before anything starts, a checkpoint whose query read a streaming input the other
     way (as its own source, or through a relay) from the way this run would: Spark cannot resume
-    a query whose source changed. That happens when a bolt starts or stops ticking, or spouts
-    are added beside the input (host/spark/spout_mix.py `relayed`)."""
+    a query whose source changed. That happens when idle micro-batches are turned on or off (a
+    bolt starts or stops ticking) or spouts are added beside the input (host/spark/spout_mix.py
+    `relayed`)."""
     offsets = os.path.join(query_dir, "offsets")
     if not (os.path.isdir(offsets) and os.listdir(offsets)):
         return  # the query has not run a micro-batch: nothing to resume
@@ -72,8 +73,9 @@ def check_checkpoint(plan: Plan, checkpoint: str, query_dir: str) -> None:
             before, now = now, before
         raise TopologyError(
             f"the checkpoint {checkpoint} was written with the streaming input read {before}, "
-            f"and this run would read it {now} (a relay runs while a bolt ticks or beside other "
-            "spouts: docs/spark.md §4.9); Spark cannot resume a query whose source changed: "
+            f"and this run would read it {now} (a relay runs for idle micro-batches, by default "
+            "while a bolt ticks, or beside other spouts: docs/spark.md §2.4, §4.9); Spark cannot "
+            "resume a query whose source changed: "
             "give a new --checkpoint, or run the topology as it was",
             file=plan.topology.source,
             component=spout.id,

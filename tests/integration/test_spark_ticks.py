@@ -258,10 +258,10 @@ def stream(spark, conf):
 
 def test_ticks_go_on_beside_a_quiet_streaming_input_through_its_relay(tmp_path):
     """The Spark spout reading a streaming query, alone, into the 1-second tick sink: Spark's own
-    micro-batches of the input come only when it has data, so, because a bolt ticks, the input
-    runs through a relay query (host/spark/stream_relay.py) and the stager makes the txids,
-    idle ones too. The sink keeps getting ticks after the input's one file, and every row is
-    written once."""
+    micro-batches of the input come only when it has data, so, because a bolt ticks (idle
+    micro-batches on by default), the input runs through a relay query
+    (host/spark/stream_relay.py) and the stager makes the txids, idle ones too. The sink keeps
+    getting ticks after the input's one file, and every row is written once."""
     import pyarrow as pa
 
     base = tmp_path / "stream"
