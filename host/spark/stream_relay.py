@@ -39,6 +39,7 @@ from typing import Any
 from components.spark_spout.segments import stage, staged
 from host.errors import TopologyError
 from host.spark.plan import SPARK_INPUT, Plan
+from host.spark.spark_calls import bounded
 from host.spark.spark_input import file_backed
 from host.spark.spark_input_source import SparkInput
 from host.spark.spout_mix import relayed, spout_stages
@@ -189,11 +190,7 @@ class StreamRelay:
         query, self._query = self._query, None
         if query is None:
             return
-        stopper = threading.Thread(target=query.stop, name="relay-stop", daemon=True)
-        stopper.start()
-        stopper.join(STOP_WAIT_SECS)
-        if stopper.is_alive():
-            log.warning("%s: did not stop within %gs", self.name, STOP_WAIT_SECS)
+        bounded(query.stop, STOP_WAIT_SECS, f"stopping {self.name}", log.warning)
 
     # -- the relay query's micro-batch (Spark's streaming thread) ------------------------------
     def _stage(self, df: Any, batch_id: int) -> None:
