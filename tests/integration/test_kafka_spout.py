@@ -325,6 +325,7 @@ def test_no_guarantee_commits_on_the_period_acked_or_not(tmp_path, kafka_broker)
     bs, topic, group = kafka_broker.bootstrap, fresh("nog"), fresh("g")
     create_topic(bs, topic, partitions=2)
     ends = produce(bs, topic, ((None, f"v{i}") for i in range(300)))
+    assert ends == {0: 150, 1: 150}, "records in both partitions"
     topo = topology(
         tmp_path,
         bs,

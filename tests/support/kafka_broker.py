@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import atexit
 import importlib.util
+import itertools
 import os
 import signal
 import tempfile
@@ -129,12 +130,15 @@ def produce(
 ) -> dict[int, int]:
     """Write (key, value) records with acks=all; returns partition -> end offset (one past the
     last record written), from the delivery reports. `one_batch_each`: a batch per record (see
-    the module docstring: Tansu's "latest" offset is only right then)."""
+    the module docstring: Tansu's "latest" offset is only right then). Records with no key and
+    no `partition` go round-robin over the topic's partitions: librdkafka's sticky partitioner
+    would put a quick burst of them into one partition, or not, as timing has it."""
     from confluent_kafka import Producer
 
     producer = Producer(
         {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0 if one_batch_each else 5}
     )
+    spread: Iterator[int] | None = None  # the round-robin, once a record without a key comes
     ends: dict[int, int] = {}
     errors: list[str] = []
 
@@ -146,6 +150,12 @@ def produce(
 
     for key, value in records:
         kwargs = {} if partition is None else {"partition": partition}
+        if partition is None and key is None:
+            if spread is None:
+                found = producer.list_topics(topic, timeout=10).topics[topic]
+                assert found.error is None, f"produce to {topic}: {found.error}"
+                spread = itertools.cycle(sorted(found.partitions))
+            kwargs = {"partition": next(spread)}
         producer.produce(topic, key=key, value=value, on_delivery=delivered, **kwargs)
         if one_batch_each:
             producer.flush(10)
