@@ -13,6 +13,8 @@ registered in pyproject.toml.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,28 @@ CONFORMANCE_FILES = frozenset(
         TESTS / "integration" / "test_conformance.py",
     }
 )
+
+
+_HOST_LOGGER = logging.getLogger("host")
+_HOST_LOGGER_FOUND = (_HOST_LOGGER.level, list(_HOST_LOGGER.handlers), _HOST_LOGGER.propagate)
+
+
+def _reset_host_logger() -> None:
+    level, handlers, propagate = _HOST_LOGGER_FOUND
+    _HOST_LOGGER.setLevel(level)
+    _HOST_LOGGER.handlers[:] = handlers
+    _HOST_LOGGER.propagate = propagate
+
+
+@pytest.fixture(autouse=True)
+def _host_logger_as_found() -> Iterator[None]:
+    """Every test starts and ends with the `host` logger as the session found it. The commands
+    that tests run in-process (`host.spark.command`, `host.cli`) give it handlers and a level, as
+    a command should, and those would otherwise reach the tests after them: a test once read the
+    wrong log line only after a Spark command test had run."""
+    _reset_host_logger()
+    yield
+    _reset_host_logger()
 
 
 def tier_of(path: Path) -> str | None:
