@@ -143,6 +143,16 @@ class StreamRelay:
             .start()
         )
 
+    @property
+    def opened_end(self) -> int:
+        """Every micro-batch below it is in an opened txid's share."""
+        return self._opened_end
+
+    @property
+    def committed_end(self) -> int:
+        """Every micro-batch below it is in a committed txid's share."""
+        return self._committed_end
+
     def failure(self) -> str | None:
         """Why the relay query ended, when it ended by itself; None while it runs."""
         query = self._query

@@ -215,7 +215,7 @@ def test_a_streaming_input_hands_out_its_relayed_micro_batches_in_order(tmp_path
     again = streaming_opener(tmp_path)
     again.prepare(None, 1)
     assert again.relay is not None
-    assert (again.relay._committed_end, again.relay._opened_end) == (2, 3)
+    assert (again.relay.committed_end, again.relay.opened_end) == (2, 3)
     assert sorted(p.name for p in Path(relay.root).iterdir()) == ["batch-2"]
 
 
