@@ -12,6 +12,10 @@ micro-batches once the files are read. Each round, in this order, on fresh copie
   every non-empty txid, then SIGTERM;
 * *host spark*: `SparkEngine` on one SparkSession kept for the whole run (Spark's start-up is
   outside every figure), `--trigger 0`, stopped after the empty micro-batches;
+* *host spark, micro-batches a tenth the size*: the same, with a tenth of the lines a
+  micro-batch (full mode: 10,000 sentences against 100,000) and no empty micro-batches, for
+  issue 17's target that a micro-batch costs at most 2x its share of one ten times larger (the
+  ratio of the two batch p50s, the larger's divided by ten);
 * *rdd.pipe*: `textFile` of the same files, `pipe()` through a Python line filter that splits
   (as the split bolt does), `map((w, 1))`, `reduceByKey`, `collect`.
 
@@ -74,6 +78,8 @@ COLUMNS = [
 EXAMPLE = REPO / "examples" / "transactional" / "wordcount-sqlite"
 CLUSTER = "local-cluster[2,1,1024]"
 LOCAL, SPARK, PIPE = "host local", "host spark (local-cluster)", "rdd.pipe + reduceByKey"
+SMALL = "host spark, micro-batches a tenth the size"
+SMALLER = 10  # issue 17: a micro-batch of 10,000 sentences against its share of 100,000
 # (lines per file, lines per file per micro-batch, empty micro-batches) per mode
 # big micro-batches: a micro-batch's fixed cost (one Spark job of two stages, ~0.8 s on two
 # cores) is paid per batch, so the engine's rate grows with the batch (the empty-batch column)
@@ -241,7 +247,7 @@ def _spark_job(spec: dict) -> dict:
     conf = {"spark.master": CLUSTER, "spark.ui.enabled": "false", **spec.get("conf", {})}
     spark = start_session(conf, "bench-spark-engine", log_level="ERROR")
     sc = spark.sparkContext
-    samples: dict[str, list[dict]] = {LOCAL: [], SPARK: [], PIPE: []}
+    samples: dict[str, list[dict]] = {LOCAL: [], SPARK: [], PIPE: [], SMALL: []}
     try:
         with tempfile.TemporaryDirectory(prefix="bench-spark-engine-") as tmp:
             base = Path(tmp)
@@ -286,6 +292,19 @@ def _spark_job(spec: dict) -> dict:
                         "batch_p99_ms": _ms(percentile(full, 0.99)),
                         "empty_batch_ms": _ms(statistics.median(empties) if empties else None),
                         **cpu_figures(spark_cpu.seconds(), lines * FILES),
+                    }
+                )
+                small_batches = batches * SMALLER
+                topo = topology_copy(round_dir, "small", data, batch_lines // SMALLER)
+                small = run_engine(spark, topo, round_dir / "checkpoint-small", small_batches, 0)
+                if stored_counts(small["db"]) != expected:
+                    raise RuntimeError(f"round {r}: host spark's counts with small micro-batches")
+                small_secs = small["batch_secs"][1:]
+                samples[SMALL].append(
+                    {
+                        **commit_figures(small["times"], small_batches, per_batch // SMALLER),
+                        "batch_p50_ms": _ms(statistics.median(small_secs) if small_secs else None),
+                        "batch_p99_ms": _ms(percentile(small_secs, 0.99)),
                     }
                 )
                 pipe_secs, pipe_counts = run_pipe(sc, data, FILES)
@@ -361,6 +380,11 @@ def run(ctx: Context) -> Result:
     result.add(LOCAL, samples[LOCAL], params)
     result.add(SPARK, samples[SPARK], {**params, "master": CLUSTER, "trigger_secs": 0})
     result.add(PIPE, samples[PIPE], {"sentences": lines * FILES, "master": CLUSTER})
+    result.add(
+        SMALL,
+        samples[SMALL],
+        {**params, "sentences_per_batch": batch_lines * FILES // SMALLER, "empty_batches": 0},
+    )
     result.ratio(
         "sentences/s: host spark / host local",
         result.median(SPARK, "sentences_per_s"),
@@ -371,7 +395,17 @@ def run(ctx: Context) -> Result:
         result.median(SPARK, "sentences_per_s"),
         result.median(PIPE, "sentences_per_s"),
     )
+    big_share = result.median(SPARK, "batch_p50_ms")
+    result.ratio(
+        f"micro-batch p50: 1/{SMALLER} the size / its share of the full one",
+        result.median(SMALL, "batch_p50_ms"),
+        None if big_share is None else big_share / SMALLER,
+    )
     result.targets[SPARK] = ">= 1.5x host local sentences/s; counts identical (asserted)"
+    result.targets[SMALL] = (
+        f"a micro-batch's p50 <= 2x its share of one {SMALLER}x larger (the ratio above); "
+        "counts identical (asserted)"
+    )
     result.notes.append(
         "steady state from the committer's commit times (host spark: txid 1's commit to the "
         "last non-empty txid's; host local, 3 batches open: txid 1's opening to it); Spark's "

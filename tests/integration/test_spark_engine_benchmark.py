@@ -1,7 +1,7 @@
 """benchmarks/spark_engine.py runs end to end (smoke mode): host local, host spark on
-local-cluster and rdd.pipe in one run, with host spark's counts asserted equal to host local's and
-the input's (the benchmark fails otherwise), and each run's CPU by kind of process; and its
-figures from the audit table, without Spark."""
+local-cluster (with two micro-batch sizes) and rdd.pipe in one run, with host spark's counts
+asserted equal to host local's and the input's (the benchmark fails otherwise), and each run's
+CPU by kind of process; and its figures from the audit table, without Spark."""
 
 from __future__ import annotations
 
@@ -14,7 +14,15 @@ from pathlib import Path
 import pytest
 
 from benchmarks.process_cpu import kind_of
-from benchmarks.spark_engine import LOCAL, NAME, PIPE, SPARK, commit_figures, commit_times
+from benchmarks.spark_engine import (
+    LOCAL,
+    NAME,
+    PIPE,
+    SMALL,
+    SPARK,
+    commit_figures,
+    commit_times,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -58,6 +66,9 @@ def test_the_benchmark_runs_in_smoke_mode(tmp_path: Path) -> None:
     assert result["variants"][SPARK]["empty_batch_ms"]["median"] > 0
     assert result["variants"][SPARK]["batch_p50_ms"]["median"] > 0
     assert result["ratios"]["sentences/s: host spark / host local"] > 0
+    # the same with micro-batches a tenth the size (its counts asserted by the benchmark too)
+    assert result["variants"][SMALL]["batch_p50_ms"]["median"] > 0
+    assert result["ratios"]["micro-batch p50: 1/10 the size / its share of the full one"] > 0
     # the CPU of each kind of process: Spark's JVMs and workers, the components, the host
     spark, local = result["variants"][SPARK], result["variants"][LOCAL]
     for key in ("cpu_us_jvm", "cpu_us_python_workers", "cpu_us_components"):
