@@ -314,6 +314,8 @@ class MsgpackSerializer:
             return b"%b%b\xa2id%c%b" % (prefix, values, 0xA0 | len(digits), digits)
         return prefix + values + msgpack.packb("id") + msgpack.packb(digits.decode())
 
+    join_frames = staticmethod(b"".join)
+
     def task_ids(self, tasks: list[int]) -> bytes:
         key = tuple(tasks)
         data = self._task_ids.get(key)

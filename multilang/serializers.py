@@ -53,6 +53,10 @@ class Serializer(Protocol):
     def task_ids(self, tasks: list[int]) -> bytes:
         """A task-id reply."""
 
+    def join_frames(self, frames: list[bytes]) -> bytes:
+        """What one write of these frames holds: them, one after another (shell frames may
+        join bolt tuples into one frame: multilang/shell_frames.py)."""
+
 
 class JsonSerializer:
     """Storm's default (`JsonSerializer.java`): `<json>\\nend\\n` frames."""
@@ -83,6 +87,8 @@ class JsonSerializer:
     values = staticmethod(codec.values_json)
 
     tuple_frame = staticmethod(codec.tuple_frame)
+
+    join_frames = staticmethod(b"".join)
 
     def task_ids(self, tasks: list[int]) -> bytes:
         # a handful of distinct replies per stream: cache them (bounded by the routes)

@@ -16,7 +16,9 @@ parses the handshake with jq as always, stops jq, and announces `shell-frames/1;
 `shell-frames/1;bytes` (its length unit) in its pid reply (`taken`); from then on the host writes
 it shell frames (`ShellFrames`) and reads what it writes as JSON, as before. The batch runners
 do not take it (the host's batch layer writes their messages as JSON). Under Storm nothing is
-offered and jq runs as it always has.
+offered and jq runs as it always has. Our library also announces `joined` (`…;chars;joined`): it
+reads the bolt tuples of one write joined into one frame (`ShellFrames.join_frames`), which
+saves bash its per-message reads and loop turn for all but one of them.
 """
 
 from __future__ import annotations
@@ -34,13 +36,17 @@ EXT = "shell-frames/1"
 OFFER_ENV = "MULTILANG_HOST_EXT"  # the extensions the host offers, space-separated
 
 
-def taken(ext: tuple[str, ...]) -> bool | None:
-    """From a pid reply's extensions: None when the library did not take shell frames, else
-    whether it counts lengths in characters (else in bytes)."""
+JOIN_MAX = 64  # bolt tuples in one joined frame (`ShellFrames.join_frames`)
+
+
+def taken(ext: tuple[str, ...]) -> ShellFrames | None:
+    """From a pid reply's extensions: the writer for a component that took shell frames (its
+    length unit, `chars` or `bytes`; `joined` when it reads several tuples in one frame), or
+    None when it did not take them."""
     for e in ext:
         parts = e.split(";")
         if parts[0] == EXT:
-            return "chars" in parts[1:]
+            return shell_frames("chars" in parts[1:], "joined" in parts[1:])
     return None
 
 
@@ -200,8 +206,9 @@ class ShellFrames:
 
     name = "shell-frames"
 
-    def __init__(self, chars: bool) -> None:
+    def __init__(self, chars: bool, joined: bool = False) -> None:
         self.chars = chars
+        self.joined = joined
         self._prefixes: dict[tuple[str | None, str, int], bytes] = {}
 
     def decoder(self, max_frame: int) -> ComponentDecoder:
@@ -245,13 +252,49 @@ class ShellFrames:
     def task_ids(self, tasks: list[int]) -> bytes:
         return call("_ml_I", tasks, self.chars)
 
+    def join_frames(self, frames: list[bytes]) -> bytes:
+        """One write of `frames`. For a library that reads joined frames, consecutive bolt
+        tuples (`_ml_T`) go in one frame, up to JOIN_MAX of them, their commands one a line (a
+        command's quoted arguments may hold newlines: bash parses them as one); the bash loop's
+        reads and turn are then paid once for all of them (multilang/bash/multilang.sh
+        `_ml_loop`). Everything else stays a frame of its own, in order: a task-id list in
+        particular, which the library waits for by reading whole frames."""
+        if not self.joined or len(frames) < 2:
+            return b"".join(frames)
+        out: list[bytes] = []
+        run: list[bytes] = []
+        for f in frames:
+            if f.startswith(b"_ml_T ", 10):
+                run.append(f)
+                if len(run) == JOIN_MAX:
+                    out.append(_joined(run))
+                    run = []
+            else:
+                if run:
+                    out.append(_joined(run))
+                    run = []
+                out.append(f)
+        if run:
+            out.append(_joined(run))
+        return b"".join(out)
 
-_SHARED: dict[bool, ShellFrames] = {}
+
+def _joined(run: list[bytes]) -> bytes:
+    """Frames as one: their lengths (in the frames' unit) add up, plus one per newline."""
+    if len(run) == 1:
+        return run[0]
+    n = sum([int(f[:10]) for f in run]) + len(run) - 1
+    return b"%010d%b" % (n, b"\n".join([f[10:] for f in run]))
 
 
-def shell_frames(chars: bool) -> ShellFrames:
-    """One writer per length unit for every link, so that a tuple's values are written once for
-    all its copies to such components (host/runtime/data_path.py `send_copies`)."""
-    if chars not in _SHARED:
-        _SHARED[chars] = ShellFrames(chars)
-    return _SHARED[chars]
+_SHARED: dict[tuple[bool, bool], ShellFrames] = {}
+
+
+def shell_frames(chars: bool, joined: bool = False) -> ShellFrames:
+    """One writer per length unit (and joining) for every link, so that a tuple's values are
+    written once for all its copies to such components (host/runtime/data_path.py
+    `send_copies`)."""
+    key = (chars, joined)
+    if key not in _SHARED:
+        _SHARED[key] = ShellFrames(chars, joined)
+    return _SHARED[key]

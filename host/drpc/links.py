@@ -46,6 +46,9 @@ class InHostSerializer:
     def task_ids(self, targets: list[int]) -> bytes:
         raise AssertionError("an in-host task asks for no task ids")
 
+    def join_frames(self, frames: list[bytes]) -> bytes:
+        raise AssertionError("nothing is written to an in-host task")
+
 
 IN_HOST = InHostSerializer()
 

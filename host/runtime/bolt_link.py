@@ -110,9 +110,12 @@ class BoltLink(Link):
         """Tuples queued before its pid reply were written in the serializer then in use; they
         are rewritten from JSON into shell frames. The other way (a process that does not take
         the shell frames its predecessor took) cannot be done: False."""
-        old, self.ser = self.ser, ser
+        old = self.ser
+        super().use_serializer(ser)
         if old is ser or not self.backlog:
             return True
+        if isinstance(old, ShellFrames) and isinstance(ser, ShellFrames):
+            return old.chars == ser.chars  # joined or not, a tuple's frame is the same
         if not isinstance(ser, ShellFrames) or isinstance(old, ShellFrames):
             return False
         self.backlog = deque(

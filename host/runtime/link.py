@@ -141,7 +141,8 @@ class Link:
         data = self.out_pending
         if out:
             self.last_sent = out[-1]
-            data = data + b"".join(out) if data else b"".join(out)
+            joined = self.ser.join_frames(out)
+            data = data + joined if data else joined
             out.clear()
         if not data:
             return True

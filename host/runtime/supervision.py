@@ -119,8 +119,8 @@ class Supervision:
             )
             return
         # shell-frames/1 (multilang/shell_frames.py): from now on it is written bash commands
-        chars = shell_frames.taken(reply.ext) if link.base_ser.name == "json" else None
-        ser = link.base_ser if chars is None else shell_frames.shell_frames(chars)
+        frames = shell_frames.taken(reply.ext) if link.base_ser.name == "json" else None
+        ser = link.base_ser if frames is None else frames
         if not link.use_serializer(ser):
             self.refuse(
                 task,

@@ -150,7 +150,7 @@ class BoltInput:
             fid = self._pending.finish_written()
             commit = self.component.batch == "committer"
             parts.append(wire.finish(fid, attempt, commit))
-        self._out = b"".join(parts)
+        self._out = self.ser.join_frames(parts)
         self._off = 0
 
     def _values(self, comp: str, task: int, values: Any) -> bytes:

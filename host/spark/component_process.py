@@ -259,9 +259,9 @@ class ComponentProcess(BoltInput, BoltOutput):
                 if self.clock() > deadline:
                     self._fail(f"no pid reply within {self.handshake_timeout:g}s of the handshake")
                 self._turn(min(1.0, max(0.0, deadline - self.clock())))
-            chars = frames.taken(self._pid_reply.ext) if self.base_ser.name == "json" else None
-            if chars is not None:  # shell-frames/1: from now on it is written bash commands
-                self.ser = frames.shell_frames(chars)
+            shell = frames.taken(self._pid_reply.ext) if self.base_ser.name == "json" else None
+            if shell is not None:  # shell-frames/1: from now on it is written bash commands
+                self.ser = shell
                 self._fast_write = False
         except BaseException:
             self._discard()

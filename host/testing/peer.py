@@ -3,6 +3,7 @@ it sends (`make_context`), and the system tuples a test feeds a bolt (`tick`, `h
 
 from __future__ import annotations
 
+import builtins
 import os
 import re
 import selectors
@@ -209,9 +210,9 @@ class ComponentPeer:
         self.wait_pid_file(pid.pid, timeout)
         assert str(pid.pid) in os.listdir(self.pid_dir), "pid file not created"
         self.extensions = pid.ext  # what its pid reply announced (docs/protocol.md)
-        chars = frames.taken(pid.ext) if self.serializer.name == "json" else None
-        if chars is not None:
-            self.serializer = frames.shell_frames(chars)  # what it reads is still JSON
+        shell = frames.taken(pid.ext) if self.serializer.name == "json" else None
+        if shell is not None:
+            self.serializer = shell  # what it reads is still JSON
             self.shell_frames = True
         return pid.pid
 
@@ -238,6 +239,28 @@ class ComponentPeer:
             self._sent(data, TupleMessage(id, comp, stream, task, values))
         else:
             self.send(TupleMessage(id, comp, stream, task, values))
+
+    def tuples(
+        self,
+        tuples: list[builtins.tuple[int, list[Any]]],
+        comp: str | None = "spout",
+        stream: str = "default",
+        task: int = 1,
+    ) -> bytes:
+        """Several tuples (host-style int ids, values) in one write, as the host's data path
+        writes what it routed to a task in one loop turn: through the serializer's
+        `join_frames` (shell frames join them for a library that reads joined frames).
+        Returns the bytes written."""
+        ser = self.serializer
+        prefix = ser.tuple_prefix(comp, stream, task)
+        data = ser.join_frames([ser.tuple_frame(prefix, ser.values(v), i) for i, v in tuples])
+        self._write(data)
+        if self._json and not self.shell_frames:
+            self._sent(data)
+        else:
+            for i, v in tuples:
+                self._sent(data, TupleMessage(str(i), comp, stream, task, v))
+        return data
 
     def heartbeat(self, id: str = "hb-1") -> None:
         self.send(heartbeat(id))

@@ -174,6 +174,11 @@ _ML_BUF=''          # messages produced since the last write
 _ML_FLUSH_EVERY=100  # messages handled at most between two writes while jq has more ready
 _ML_WROTE_AT=0      # SECONDS at the last write: output kept back goes when it changes
 _ML_TURNS=0         # messages handled since the last write
+_ML_EACH_HEAD='{"command":"emit","tuple":["%s"]'
+_ML_EACH_TAIL='}\nend\n'
+_ML_EACH_PLAIN=$_ML_EACH_HEAD$_ML_NO_ANCHOR$_ML_EACH_TAIL
+_ML_EACH_FMT=$_ML_EACH_PLAIN  # emit_each's format: set with _ML_SUFFIX
+_ML_EACH_OUT=''
 _ML_SUFFIX=$_ML_NO_ANCHOR  # what `emit` appends: anchors (in a bolt tuple) and need_task_ids
 _ML_ANCHOR=''       # JSON text of the current tuple's id, '' outside a tuple
 _ML_DONE=0          # the current tuple was acked or failed by the user
@@ -358,18 +363,27 @@ emit() {
     fi
 }
 
+_ml_emit_each_slow() {
+    local s
+    for s; do
+        case $s in *[\"\\[:cntrl:]]*) _ml_escape ;; esac
+        _ML_BUF+="{\"command\":\"emit\",\"tuple\":[\"$s\"]$_ML_SUFFIX}$_ML_END"
+    done
+}
+
 emit_each() {
     case "$*" in
-        *[\"\\[:cntrl:]]*)
-            local s
-            for s; do
-                case $s in *[\"\\[:cntrl:]]*) _ml_escape ;; esac
-                _ML_BUF+="{\"command\":\"emit\",\"tuple\":[\"$s\"]$_ML_SUFFIX}$_ML_END"
-            done ;;
-        *)  # nothing to escape: every message at once, by substitution on all the arguments
-            local IFS=''
-            set -- "${@/#/"{\"command\":\"emit\",\"tuple\":[\""}"
-            _ML_BUF+="${*/%/"\"]$_ML_SUFFIX}$_ML_END"}" ;;
+        *[\"\\[:cntrl:]]*) _ml_emit_each_slow "$@" ;;
+        *)  # nothing to escape: every message at once, printf repeating its format per word
+            # (a third of what substituting on the arguments costs bash), unless the anchor
+            # holds what a format would read as a conversion or an escape; no words, no emits
+            case $#$_ML_ANCHOR in
+                0*) ;;
+                *[%\\]*) _ml_emit_each_slow "$@" ;;
+                *)  # shellcheck disable=SC2059  # the format is the point (no % or \ in the anchor)
+                    printf -v _ML_EACH_OUT "$_ML_EACH_FMT" "$@"
+                    _ML_BUF+=$_ML_EACH_OUT ;;
+            esac ;;
     esac
 }
 
@@ -550,18 +564,22 @@ _ml_read_jq() {
 # The main loop of both runners: take the next message (stashed ones first) and run its handler.
 # What the handlers buffered is written before the next blocking read, i.e. when jq has nothing
 # ready (`read -t 0` asks without reading), and at the latest after _ML_FLUSH_EVERY messages or
-# when the clock's second changes: the host acks and routes the first tuples of a long burst
-# while we work on the rest, and a slow bolt with a long queue never goes silent for a second
-# plus one tuple (the host takes silence while it owes answers for a hang). SECONDS, not
-# EPOCHREALTIME: reading the latter as a number costs bash 15 % more instructions per tuple; and
-# a change of SECONDS, not a deadline, so that a script that resets SECONDS cannot stop it. The
-# loop never expands _ML_BUF: bash copies a value char by char at every expansion, which would
-# cost per byte buffered at every turn. Returns at the end of input.
+# when the clock's second changes (`_ml_turn`, at the start of every handler that may come in a
+# burst): the host acks and routes the first tuples of a long burst while we work on the rest,
+# and a slow bolt with a long queue never goes silent for a second plus one tuple (the host
+# takes silence while it owes answers for a hang). The handlers count, not the loop, because a
+# message may hold several tuples (`joined` below). The loop never expands _ML_BUF: bash copies
+# a value char by char at every expansion, which would cost per byte buffered at every turn.
+# Returns at the end of input.
+#
+# A message is one command, or under shell-frames/1;joined several tuples' _ml_T commands, one a
+# line: the host joins the tuples it writes to us at once (docs/protocol.md §3.5), and bash pays
+# for the reads, the `read -t 0` and the loop turn once for all of them (a quarter of a bash
+# split's instructions per tuple).
 _ml_loop() {
     local _ml_len
     while true; do
         if (( _ML_STASH_HEAD < ${#_ML_STASH[@]} )); then
-            (( ++_ML_TURNS < _ML_FLUSH_EVERY && SECONDS == _ML_WROTE_AT )) || _ml_write
             _ML_MSG=${_ML_STASH[_ML_STASH_HEAD]}
             _ML_STASH_HEAD=$((_ML_STASH_HEAD + 1))
             if (( _ML_STASH_HEAD == ${#_ML_STASH[@]} )); then
@@ -569,9 +587,7 @@ _ml_loop() {
                 _ML_STASH_HEAD=0
             fi
         else
-            # shellcheck disable=SC2015
-            (( ++_ML_TURNS < _ML_FLUSH_EVERY && SECONDS == _ML_WROTE_AT )) &&
-                read -t 0 -u "$_ML_FROM_JQ" || _ml_write
+            read -t 0 -u "$_ML_FROM_JQ" || _ml_write
             IFS= read -r -N 10 -u "$_ML_FROM_JQ" _ml_len || return 0
             IFS= read -r -N "$((10#$_ml_len))" -u "$_ML_FROM_JQ" _ML_MSG || return 0
         fi
@@ -579,21 +595,31 @@ _ml_loop() {
     done
 }
 
+# Counts a message handled; writes what is buffered after _ML_FLUSH_EVERY of them or when the
+# clock's second changed. SECONDS, not EPOCHREALTIME: reading the latter as a number costs bash
+# 15 % more instructions per tuple; and a change of SECONDS, not a deadline, so that a script
+# that resets SECONDS cannot stop it. Inlined in _ml_T (a call costs bash as much again).
+_ml_turn() {
+    (( ++_ML_TURNS < _ML_FLUSH_EVERY && SECONDS == _ML_WROTE_AT )) || _ml_write
+}
+
 # ---- message handlers (called by eval; every one returns 0) -------------------------------------
 
 # A bolt tuple: $1 id, $2 id as JSON, $3 source component, $4 stream, $5 source task, $6.. values.
+# A spout has its own (`_ml_spout_role`): this one runs per tuple and is kept to what a bolt needs.
 _ml_T() {
-    [[ $_ML_ROLE == bolt ]] || { _ml_unexpected "a tuple on stream '$4'"; return 0; }
+    (( ++_ML_TURNS < _ML_FLUSH_EVERY && SECONDS == _ML_WROTE_AT )) || _ml_write  # _ml_turn
     # One command per group of assignments: bash pays per command, and this runs per tuple.
     MULTILANG_TUPLE_ID=$1 _ML_ANCHOR=$2 MULTILANG_TUPLE_COMPONENT=$3 MULTILANG_TUPLE_STREAM=$4 \
-        MULTILANG_TUPLE_TASK=$5 _ML_SUFFIX=",\"anchors\":[$2],\"need_task_ids\":false" _ML_DONE=0
+        MULTILANG_TUPLE_TASK=$5 _ML_SUFFIX=",\"anchors\":[$2],\"need_task_ids\":false" _ML_DONE=0 \
+        _ML_EACH_FMT=$_ML_EACH_HEAD$_ML_SUFFIX$_ML_EACH_TAIL
     shift 5
     if "$_ML_FN" "$@"; then
         (( _ML_DONE | _ML_MANUAL )) || _ML_BUF+="{\"command\":\"ack\",\"id\":$_ML_ANCHOR}$_ML_END"
     else
         _ml_T_failed $?
     fi
-    _ML_ANCHOR='' _ML_SUFFIX=$_ML_NO_ANCHOR
+    _ML_ANCHOR='' _ML_SUFFIX=$_ML_NO_ANCHOR _ML_EACH_FMT=$_ML_EACH_PLAIN
 }
 
 # The rare path of _ml_T, apart: bash copies a function's body at every call.
@@ -603,6 +629,7 @@ _ml_T_failed() {
 }
 
 _ml_H() {
+    _ml_turn
     if [[ $_ML_ROLE == bolt ]]; then
         _ML_BUF+=$_ML_SYNC
     else
@@ -613,6 +640,7 @@ _ml_H() {
 # A tick: the hook runs unanchored, and the library settles the tick itself.
 # shellcheck disable=SC2034  # MULTILANG_TUPLE_*: for the component's on_tick to read
 _ml_K() {
+    _ml_turn
     if [[ $_ML_ROLE != bolt ]]; then
         _ml_unexpected "a tick tuple"
         return 0
@@ -637,6 +665,7 @@ _ml_K() {
 # A spout command: $1 the command, $2 its id (raw string, or JSON text), $3 the id as JSON.
 # shellcheck disable=SC2034  # MULTILANG_MSG_ID_JSON: for the component's ack/fail hooks to read
 _ml_C() {
+    _ml_turn
     if [[ $_ML_ROLE != spout ]]; then
         _ml_unexpected "the spout command '$1'"
         return 0
@@ -677,6 +706,7 @@ _ml_B() {
 # A tuple without `tx` in a batch bolt (the host tags every tuple of the batch group, §4.2):
 # there is no attempt to give it to, so it is failed, unread. $1 its id, $2 the id as JSON.
 _ml_N() {
+    _ml_turn
     _ml_log "multilang.sh: a batch bolt received tuple $1 without a transaction (tx), failed" 3
     _ML_BUF+="{\"command\":\"fail\",\"id\":$2}$_ML_END"
 }
@@ -728,6 +758,7 @@ _ml_aborted() {
 
 # finish / abort (heartbeat-shaped): $1 id, $2 id as JSON, $3 op, $4 txid, $5 attempt, $6 commit.
 _ml_F() {
+    _ml_turn
     if [[ $_ML_BATCH != bolt && $_ML_BATCH != committer ]]; then
         _ml_unexpected "a batch '$3' message"
         return 0
@@ -756,7 +787,8 @@ _ml_finish() {
     MULTILANG_TXID=$4 MULTILANG_ATTEMPT=$5 MULTILANG_BATCH_KEY=$4-$5 MULTILANG_COMMIT=$6 \
         MULTILANG_TUPLE_ID=$1 _ML_ANCHOR=$2 MULTILANG_TUPLE_COMPONENT='' \
         MULTILANG_TUPLE_STREAM=__heartbeat MULTILANG_TUPLE_TASK=-1 \
-        _ML_SUFFIX=",\"anchors\":[$2],\"need_task_ids\":false" _ML_DONE=0
+        _ML_SUFFIX=",\"anchors\":[$2],\"need_task_ids\":false" _ML_DONE=0 \
+        _ML_EACH_FMT=$_ML_EACH_HEAD$_ML_SUFFIX$_ML_EACH_TAIL
     local _ml_rc=0
     "$_ML_FINISH" || _ml_rc=$?
     if (( _ml_rc )); then
@@ -766,7 +798,7 @@ _ml_finish() {
         _ML_BUF+="{\"command\":\"ack\",\"id\":$_ML_ANCHOR}$_ML_END"
     fi
     _ml_retire "$4" "$5"
-    _ML_ANCHOR='' _ML_SUFFIX=$_ML_NO_ANCHOR
+    _ML_ANCHOR='' _ML_SUFFIX=$_ML_NO_ANCHOR _ML_EACH_FMT=$_ML_EACH_PLAIN
 }
 
 # A batch spout's command (§4.3); _ml_C sends the sync after it. batch_init: $4 txid, $5 the
@@ -870,11 +902,22 @@ _ml_S() {
 }
 
 _ml_X() {
+    _ml_turn
     _ml_log "multilang.sh: $1" 3
 }
 
 _ml_unexpected() {
     _ml_log "multilang.sh: a $_ML_ROLE received $1, ignored" 3
+}
+
+# A spout's _ml_T: a tuple is not for it (the bolts' _ml_T does not test the role, per tuple).
+_ml_spout_role() {
+    _ML_ROLE=spout
+    # shellcheck disable=SC2317  # called by eval
+    _ml_T() {
+        _ml_turn
+        _ml_unexpected "a tuple on stream '$4'"
+    }
 }
 
 # Calls an optional hook ($1 may be empty); a non-zero status becomes an `error`.
@@ -946,7 +989,7 @@ run_transactional_spout() {
             'run_transactional_spout INIT_FUNCTION EMIT_FUNCTION [COMMIT_FUNCTION]'
         exit 2
     fi
-    _ML_ROLE=spout
+    _ml_spout_role
     _ML_BATCH=spout
     _ML_INIT=$1
     _ML_EMIT=$2
@@ -967,7 +1010,7 @@ run_spout() {
         printf 'multilang.sh: usage: run_spout NEXT_FUNCTION [ACK_FUNCTION] [FAIL_FUNCTION]\n' >&2
         exit 2
     fi
-    _ML_ROLE=spout
+    _ml_spout_role
     _ML_NEXT=$1
     _ML_ACK=${2-}
     _ML_FAIL=${3-}
@@ -1024,7 +1067,8 @@ _ml_start() {
     # written by the host's batch layer as JSON).
     local _ml_frames=''
     if [[ " ${MULTILANG_HOST_EXT-} " == *" shell-frames/1 "* && -z $_ML_BATCH ]]; then
-        _ml_frames="shell-frames/1;$([[ $_ml_bytes == true ]] && echo bytes || echo chars)"
+        # joined: several tuples may come in one message (_ml_loop)
+        _ml_frames="shell-frames/1;$([[ $_ml_bytes == true ]] && echo bytes || echo chars);joined"
     else
         exec {_ML_IN}<&-  # only jq reads the host's messages
     fi

@@ -411,6 +411,86 @@ def test_output_beyond_the_stdio_buffer_goes_out_in_few_writes(peers):
     assert syscalls_written(peer.proc.pid) - before <= 3
 
 
+# ---- several tuples in one write ---------------------------------------------------------------
+# The host writes what it routed to a task in one loop turn at once. Under shell-frames/1 it joins
+# the tuples into one frame for a library that announced `joined` (multilang/shell_frames.py
+# `join_frames`); under Storm (jq) they are frames one after another. Either way each tuple is
+# answered in order, as if it had come alone.
+
+
+def frames_in(data: bytes, chars: bool) -> int:
+    """How many shell frames `data` holds: each is 10 digits of length, then that many
+    characters (or bytes)."""
+    count = 0
+    while data:
+        length, body = int(data[:10]), data[10:]
+        data = body[len(body.decode()[:length].encode()) if chars else length :]
+        count += 1
+    return count
+
+
+@pytest.mark.parametrize("locale", ["C.UTF-8", "C"])
+def test_tuples_written_together_are_answered_one_by_one(peers, locale):
+    peer = bolt(peers, env={**os.environ, "LC_ALL": locale})
+    batch = [(i + 1, ["emit", s]) for i, s in enumerate(NASTY)]
+    batch += [(100, ["each", "a", "b"]), (101, ["fail", "4"]), (102, ["vars", "x"])]
+    data = peer.tuples(batch, comp="source", stream="lines", task=12)
+    if peer.shell_frames:
+        ser = peer.serializer
+        assert ser.joined  # the library said it reads joined frames
+        assert frames_in(data, ser.chars) == 1  # so all of them went in one
+    for i, s in enumerate(NASTY):
+        [emit] = emits_then_ack(peer, str(i + 1))
+        assert emit.values == [s] and list(emit.anchors) == [str(i + 1)]
+    assert [e.values for e in emits_then_ack(peer, "100")] == [["a"], ["b"]]
+    emit, error, fail = peer.read_until(Fail)
+    assert emit.values == ["before failing"] and list(emit.anchors) == ["101"]
+    assert (error, fail) == (Error("act returned status 4 for tuple 101"), Fail("101"))
+    [emit] = emits_then_ack(peer, "102")  # the variables are the tuple's own, not a neighbour's
+    assert emit.values == ["102", "source", "lines", "12", "1"]
+    assert peer.quiet(0.2) == []
+
+
+def test_a_task_id_wait_inside_joined_tuples_keeps_their_order(peers):
+    # The first tuple of the write waits for its task ids; the others, read with it, run after
+    # the reply, before what came later (a heartbeat written while it waited).
+    peer = bolt(peers)
+    peer.tuples([(1, ["taskids", "w"]), (2, ["emit", "second"]), (3, ["emit", "third"])])
+    assert peer.read() == Emit(["w"], "default", ["1"], None, True)
+    peer.heartbeat("hb")
+    assert peer.quiet(0.2) == []
+    peer.task_ids([4, 7])
+    assert peer.read() == Log("tasks: 4 7", 2)
+    assert peer.read() == Ack("1")
+    assert emits_then_ack(peer, "2")[0].values == ["second"]
+    assert emits_then_ack(peer, "3")[0].values == ["third"]
+    assert peer.read() == Sync()
+
+
+def test_more_tuples_than_a_joined_frame_holds(peers):
+    from multilang.shell_frames import JOIN_MAX
+
+    peer = bolt(peers)
+    n = 2 * JOIN_MAX + 5
+    data = peer.tuples([(i, ["emit", f"w{i}"]) for i in range(1, n + 1)])
+    if peer.shell_frames:
+        assert frames_in(data, peer.serializer.chars) == 3
+    for i in range(1, n + 1):
+        assert emits_then_ack(peer, str(i))[0].values == [f"w{i}"]
+
+
+def test_emit_each_anchored_to_an_id_a_format_would_misread(peers):
+    # emit_each's fast path is a printf format holding the anchor: an id with % or \ must not
+    # be read as a conversion or an escape.
+    peer = bolt(peers)
+    for tid in ["a%sb%d", "back\\slash\\n", "100%"]:
+        peer.tuple(tid, ["each", "x", "y"])
+        emits = emits_then_ack(peer, tid)
+        assert [(e.values, list(e.anchors)) for e in emits] == [(["x"], [tid]), (["y"], [tid])]
+    peer.tuple("5", ["each"])  # no words: no emits
+    assert peer.read() == Ack("5")
+
+
 @pytest.mark.parametrize("locale", ["C.UTF-8", "C"])
 def test_emit_each_with_nothing_to_escape(peers, locale):
     # Strings without quotes, backslashes or control characters take emit_each's batch path.
@@ -519,6 +599,17 @@ def test_spout_commands(peers):
     peer.command("deactivate")
     assert peer.read_until(Sync) == [Log("deactivated", 2), Sync()]
     assert peer.close() == 0
+
+
+def test_a_tuple_for_a_spout_is_logged_and_ignored(peers):
+    peer = peers(SPOUT)
+    peer.handshake(conf={"test.limit": 1}, context=make_context(2, "spout", sources={}))
+    peer.read()
+    peer.tuple("9", ["stray"], stream="words")
+    log = peer.read()
+    assert log.level == 3 and "a spout received a tuple on stream 'words'" in log.msg
+    peer.command("next")
+    assert peer.read_until(Sync) == [Emit(["s1"], id="m1", need_task_ids=False), Sync()]
 
 
 def test_spout_without_hooks_still_syncs(peers):

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from multilang.paths import BASH_LIBRARY
-from multilang.shell_frames import command, jq_number, jq_tojson, shell_frames
+from multilang.shell_frames import JOIN_MAX, command, jq_number, jq_tojson, shell_frames
 
 _PROGRAM = re.search(
     r"^_ML_JQ_PROGRAM='\n(.*?)^'$", BASH_LIBRARY.read_text(), re.MULTILINE | re.DOTALL
@@ -144,3 +144,54 @@ def test_spout_commands_and_task_ids(chars: bool) -> None:
         [{"command": "ack", "id": 12}, {"command": "fail", "id": "m'1"}, [3, 4]], chars
     )
     assert got == want
+
+
+# ---- joined frames (`join_frames`) ----------------------------------------------------------------
+
+
+def split_frames(data: bytes, chars: bool) -> list[bytes]:
+    """The frames of one write, each with its 10-digit length, cut where the lengths say."""
+    out = []
+    while data:
+        length, body = int(data[:10]), data[10:]
+        size = len(body.decode()[:length].encode()) if chars else length
+        assert len(body) >= size, "a frame's length runs past the write"
+        out.append(data[: 10 + size])
+        data = body[size:]
+    return out
+
+
+messages = st.lists(
+    st.one_of(tuples, tuples, tuples, ticks, heartbeats, st.lists(st.integers(0, 99))), max_size=150
+)
+
+
+@pytest.mark.parametrize("chars", [True, False], ids=["characters", "bytes"])
+@SETTINGS
+@given(msgs=messages)
+def test_joined_frames_hold_runs_of_tuples_and_nothing_else(chars: bool, msgs: list) -> None:
+    frames = [command(m, chars, False) for m in msgs]
+    assert shell_frames(chars).join_frames(frames) == b"".join(frames)  # a library without it
+    written = split_frames(shell_frames(chars, joined=True).join_frames(frames), chars)
+    # Walking the input: every frame written is either the next non-tuple frame as it was, or
+    # the next run of bolt tuples (as many as follow, at most JOIN_MAX), one command a line.
+    rest = list(frames)
+    for w in written:
+        if not rest[0].startswith(b"_ml_T ", 10):
+            assert w == rest.pop(0)
+            continue
+        run = []
+        while rest and rest[0].startswith(b"_ml_T ", 10) and len(run) < JOIN_MAX:
+            run.append(rest.pop(0))
+        assert w[10:] == b"\n".join(f[10:] for f in run)
+    assert rest == []
+
+
+@pytest.mark.parametrize("chars", [True, False], ids=["characters", "bytes"])
+def test_a_long_run_of_tuples_is_cut_at_join_max(chars: bool) -> None:
+    ser = shell_frames(chars, joined=True)
+    prefix = ser.tuple_prefix("s", "default", 1)
+    frames = [ser.tuple_frame(prefix, ser.values(["é ' \n"]), i) for i in range(JOIN_MAX + 1)]
+    written = split_frames(ser.join_frames(frames), chars)
+    assert len(written) == 2 and written[1] == frames[-1]
+    assert written[0][10:].count(b"_ml_T ") == JOIN_MAX
