@@ -36,7 +36,10 @@ EXT = "shell-frames/1"
 OFFER_ENV = "MULTILANG_HOST_EXT"  # the extensions the host offers, space-separated
 
 
-JOIN_MAX = 64  # bolt tuples in one joined frame (`ShellFrames.join_frames`)
+# A joined frame (`ShellFrames.join_frames`) holds at most JOIN_MAX bolt tuples and, unless one
+# tuple alone is larger, JOIN_BYTES: bash reads a frame whole, so this bounds what it holds at once
+JOIN_MAX = 64
+JOIN_BYTES = 65536
 
 
 def taken(ext: tuple[str, ...]) -> ShellFrames | None:
@@ -254,25 +257,28 @@ class ShellFrames:
 
     def join_frames(self, frames: list[bytes]) -> bytes:
         """One write of `frames`. For a library that reads joined frames, consecutive bolt
-        tuples (`_ml_T`) go in one frame, up to JOIN_MAX of them, their commands one a line (a
-        command's quoted arguments may hold newlines: bash parses them as one); the bash loop's
-        reads and turn are then paid once for all of them (multilang/bash/multilang.sh
-        `_ml_loop`). Everything else stays a frame of its own, in order: a task-id list in
-        particular, which the library waits for by reading whole frames."""
+        tuples (`_ml_T`) go in one frame, up to JOIN_MAX of them and JOIN_BYTES, their commands
+        one a line (a command's quoted arguments may hold newlines: bash parses them as one);
+        the bash loop's reads and turn are then paid once for all of them
+        (multilang/bash/multilang.sh `_ml_loop`). Everything else stays a frame of its own, in
+        order: a task-id list in particular, which the library waits for by reading whole
+        frames."""
         if not self.joined or len(frames) < 2:
             return b"".join(frames)
         out: list[bytes] = []
         run: list[bytes] = []
+        size = 0
         for f in frames:
             if f.startswith(b"_ml_T ", 10):
-                run.append(f)
-                if len(run) == JOIN_MAX:
+                if run and (len(run) == JOIN_MAX or size + len(f) > JOIN_BYTES):
                     out.append(_joined(run))
-                    run = []
+                    run, size = [], 0
+                run.append(f)
+                size += len(f)
             else:
                 if run:
                     out.append(_joined(run))
-                    run = []
+                    run, size = [], 0
                 out.append(f)
         if run:
             out.append(_joined(run))

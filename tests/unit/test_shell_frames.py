@@ -16,7 +16,14 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from multilang.paths import BASH_LIBRARY
-from multilang.shell_frames import JOIN_MAX, command, jq_number, jq_tojson, shell_frames
+from multilang.shell_frames import (
+    JOIN_BYTES,
+    JOIN_MAX,
+    command,
+    jq_number,
+    jq_tojson,
+    shell_frames,
+)
 
 _PROGRAM = re.search(
     r"^_ML_JQ_PROGRAM='\n(.*?)^'$", BASH_LIBRARY.read_text(), re.MULTILINE | re.DOTALL
@@ -173,18 +180,31 @@ def test_joined_frames_hold_runs_of_tuples_and_nothing_else(chars: bool, msgs: l
     frames = [command(m, chars, False) for m in msgs]
     assert shell_frames(chars).join_frames(frames) == b"".join(frames)  # a library without it
     written = split_frames(shell_frames(chars, joined=True).join_frames(frames), chars)
-    # Walking the input: every frame written is either the next non-tuple frame as it was, or
-    # the next run of bolt tuples (as many as follow, at most JOIN_MAX), one command a line.
+    assert join_walk(frames, written) == []
+
+
+def join_walk(frames: list[bytes], written: list[bytes]) -> list[bytes]:
+    """Walks the input along what was written: every frame written must be either the next
+    non-tuple frame as it was, or the next run of bolt tuples, one command a line: as many as
+    follow, up to JOIN_MAX and JOIN_BYTES (the first of a run always goes in). Returns the input
+    left over."""
     rest = list(frames)
     for w in written:
         if not rest[0].startswith(b"_ml_T ", 10):
             assert w == rest.pop(0)
             continue
-        run = []
-        while rest and rest[0].startswith(b"_ml_T ", 10) and len(run) < JOIN_MAX:
+        run = [rest.pop(0)]
+        size = len(run[0])
+        while (
+            rest
+            and rest[0].startswith(b"_ml_T ", 10)
+            and len(run) < JOIN_MAX
+            and size + len(rest[0]) <= JOIN_BYTES
+        ):
+            size += len(rest[0])
             run.append(rest.pop(0))
         assert w[10:] == b"\n".join(f[10:] for f in run)
-    assert rest == []
+    return rest
 
 
 @pytest.mark.parametrize("chars", [True, False], ids=["characters", "bytes"])
@@ -195,3 +215,15 @@ def test_a_long_run_of_tuples_is_cut_at_join_max(chars: bool) -> None:
     written = split_frames(ser.join_frames(frames), chars)
     assert len(written) == 2 and written[1] == frames[-1]
     assert written[0][10:].count(b"_ml_T ") == JOIN_MAX
+
+
+@pytest.mark.parametrize("chars", [True, False], ids=["characters", "bytes"])
+def test_large_tuples_are_joined_up_to_join_bytes(chars: bool) -> None:
+    ser = shell_frames(chars, joined=True)
+    prefix = ser.tuple_prefix("s", "default", 1)
+    sizes = [JOIN_BYTES // 3, JOIN_BYTES // 3, JOIN_BYTES // 3, 2 * JOIN_BYTES, 10, 10]
+    frames = [ser.tuple_frame(prefix, ser.values(["é" * (n // 2)]), i) for i, n in enumerate(sizes)]
+    written = split_frames(ser.join_frames(frames), chars)
+    # two of a third of JOIN_BYTES (bytes) fit in a frame, not three; a larger one goes alone
+    assert [w[10:].count(b"_ml_T ") for w in written] == [2, 1, 1, 2]
+    assert join_walk(frames, written) == []
