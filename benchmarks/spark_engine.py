@@ -288,8 +288,7 @@ def _spark_job(spec: dict) -> dict:
                 samples[SPARK].append(
                     {
                         **commit_figures(on_spark["times"], batches, per_batch),
-                        "batch_p50_ms": _ms(statistics.median(full) if full else None),
-                        "batch_p99_ms": _ms(percentile(full, 0.99)),
+                        **batch_figures(full),
                         "empty_batch_ms": _ms(statistics.median(empties) if empties else None),
                         **cpu_figures(spark_cpu.seconds(), lines * FILES),
                     }
@@ -299,12 +298,10 @@ def _spark_job(spec: dict) -> dict:
                 small = run_engine(spark, topo, round_dir / "checkpoint-small", small_batches, 0)
                 if stored_counts(small["db"]) != expected:
                     raise RuntimeError(f"round {r}: host spark's counts with small micro-batches")
-                small_secs = small["batch_secs"][1:]
                 samples[SMALL].append(
                     {
                         **commit_figures(small["times"], small_batches, per_batch // SMALLER),
-                        "batch_p50_ms": _ms(statistics.median(small_secs) if small_secs else None),
-                        "batch_p99_ms": _ms(percentile(small_secs, 0.99)),
+                        **batch_figures(small["batch_secs"][1:]),
                     }
                 )
                 pipe_secs, pipe_counts = run_pipe(sc, data, FILES)
@@ -327,6 +324,14 @@ def cpu_figures(seconds: dict[str, float], sentences: int) -> dict[str, Any]:
 
 def _ms(secs: float | None) -> float | None:
     return None if secs is None else secs * 1000
+
+
+def batch_figures(secs: list[float]) -> dict:
+    """p50 and p99 of micro-batch durations (seconds) in ms; None without any."""
+    return {
+        "batch_p50_ms": _ms(statistics.median(secs) if secs else None),
+        "batch_p99_ms": _ms(percentile(secs, 0.99)),
+    }
 
 
 def _total(counts: dict[str, int]) -> int:

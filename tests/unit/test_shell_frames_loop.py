@@ -2,7 +2,7 @@
 JSON component, switches a task to shell frames when its pid reply takes them, rewrites what was
 queued for it before, and writes the handshake of a restarted process in JSON again. Over fake
 children and the fake clock (tests/unit/fake_children.py); real bash components take the frames
-in tests/integration/test_bash_shell_frames.py."""
+in tests/integration/test_bash_client.py (its `shell-frames` runs)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from multilang.shell_frames import EXT, OFFER_ENV, command
 from tests.unit.fake_children import FakeChild, FakeLauncher, spout_and_bolt
 
 TAKEN = [f"{EXT};chars"]
+JOINED = [f"{EXT};chars;joined"]  # what our bash library announces
 
 
 class Run:
@@ -56,14 +57,15 @@ class Run:
                 return
         raise AssertionError(f"the spout was not asked for {left}")
 
-    def restarted_bolt(self) -> FakeChild:
-        """The bolt's process once it took the frames and exited, started again (after the
-        restart back-off, on the fake clock), its handshake read."""
+    def restarted_bolt(self, took: list[str] = TAKEN) -> FakeChild:
+        """The bolt's process once it took the frames (`took`: its pid reply's extensions) and
+        exited, started again (after the restart back-off, on the fake clock), its handshake
+        read."""
         bolt, spout = self.child("bolt"), self.child("spout")
         spout.received()
         spout.send(pid=spout.pid)
         bolt.received()
-        bolt.send(pid=bolt.pid, ext=TAKEN)
+        bolt.send(pid=bolt.pid, ext=took)
         self.steps()
         bolt.exit(1)
         for _ in range(50):
@@ -146,6 +148,41 @@ def test_a_process_that_no_longer_takes_the_frames_is_refused_with_what_was_queu
         run.steps()
         assert run.state("bolt") is not State.RUNNING
         assert again.received_bytes() == b""  # nothing it could not read was written
+    finally:
+        run.close()
+
+
+def test_tuples_written_at_once_to_a_bolt_that_reads_joined_frames_go_in_one() -> None:
+    run = Run()
+    try:
+        bolt, spout = run.child("bolt"), run.child("spout")
+        bolt.received()
+        spout.received()
+        spout.send(pid=spout.pid)
+        run.steps()
+        run.spout_emits(["a", "b", "c"])  # queued while the bolt has not answered
+        bolt.send(pid=bolt.pid, ext=JOINED)
+        run.steps()
+        written = bolt.received_bytes()
+        assert len(written) == 10 + int(written[:10])  # one frame (ASCII: characters = bytes)
+        commands = written[10:].decode().split("\n")  # one a line
+        assert [c.split(" ")[0] for c in commands] == ["_ml_T"] * 3
+        assert [c.rsplit(" ", 1)[1] for c in commands] == ["'a'", "'b'", "'c'"]
+    finally:
+        run.close()
+
+
+def test_a_restarted_bolt_may_take_the_frames_without_joining_them() -> None:
+    # What was queued for a process that read joined frames is one frame a tuple until written,
+    # so a successor that reads them one by one gets it as well.
+    run = Run()
+    try:
+        again = run.restarted_bolt(took=JOINED)
+        run.spout_emits(["x", "y"])
+        again.send(pid=again.pid, ext=TAKEN)
+        run.steps()
+        assert run.state("bolt") is State.RUNNING
+        assert [a[5] for _, a in _tuples(again.received_bytes())] == ["x", "y"]
     finally:
         run.close()
 
