@@ -126,6 +126,7 @@ def spark(
     click.echo(
         f"stopped: {engine.committed} micro-batch(es) committed, {engine.skipped} skipped as "
         f"committed before, {engine.restarts} restart(s)"
+        + (f", {engine.idle_batches} idle with no txid" if engine.idle_batches else "")
     )
     sys.exit(EXIT_OK)
 

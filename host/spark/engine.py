@@ -11,7 +11,9 @@ driver opens (host/spark/staged_spouts.py, docs/spark.md §4.6, §4.9). Each mic
 
 1. txid = the micro-batch's end offset (`_txid`: Spark batch id + 1, or the batch id after an
    empty first micro-batch). A txid the state already has committed (the driver died after our
-   commit and before Spark's) is skipped; a txid beyond the next to commit is an error.
+   commit and before Spark's) is skipped; a txid beyond the next to commit is an error. An idle
+   offset of a transactional source (host/spark/idle_batches.py `idle_offset`) holds no txid:
+   the plain bolts' partitions run for their ticks, and nothing is stored or committed.
 2. The txid's attempt number is its stored count + 1, written (fsynced) before any of its
    tuples is read: restarts and retries of the micro-batch keep counting up.
 3. The bolt stages run over RDDs (host/spark/stages.py): processing, then the commit phase.
@@ -47,6 +49,7 @@ from host.spark.batch_opener import BatchOpener
 from host.spark.batch_sources import BatchStates, with_kafka_as_batch_spouts
 from host.spark.batch_spout_process import BatchSpoutProcess, close_spouts
 from host.spark.component_process import Tx
+from host.spark.idle_batches import is_idle_offset
 from host.spark.kafka_commits import offset_commits
 from host.spark.plan import (
     DRIVER_SPOUT,
@@ -173,6 +176,7 @@ class SparkEngine:
         self.job_group = f"multilang-{plan.transactional_id}-{os.getpid()}"
         self.committed = 0  # micro-batches committed by this engine
         self.skipped = 0
+        self.idle_batches = 0  # idle micro-batches of a transactional source (no txid)
         self.restarts = 0
         self.batch_secs: list[float] = []
         self._stop = threading.Event()
@@ -379,7 +383,11 @@ class SparkEngine:
         started = time.monotonic()
         store = BatchStore(self.state_root)  # fresh: executors write task metadata under it
         currtx = store.currtx()
-        txid = self._txid(int(batch_id))
+        offset = self._offset(int(batch_id))
+        if offset is not None and is_idle_offset(offset):
+            self._idle_batch(df, int(batch_id), currtx)
+            return
+        txid = self._txid(int(batch_id), offset)
         if txid is None:
             self.echo(f"Spark batch {batch_id}: the source had nothing yet, no txid")
             return
@@ -434,27 +442,53 @@ class SparkEngine:
         if self.max_batches is not None and self.committed >= self.max_batches:
             self.stop()
 
-    def _txid(self, batch_id: int) -> int | None:
-        """The txid of Spark's micro-batch `batch_id`: the end offset Spark planned for it, as
-        its offset log holds it (written before the micro-batch runs:
-        `<checkpoint>/query/offsets/<batch id>`, two header lines, then the source's offset).
+    def _offset(self, batch_id: int) -> dict[str, Any] | None:
+        """The end offset Spark planned for its micro-batch `batch_id`, as its offset log holds
+        it (written before the micro-batch runs: `<checkpoint>/query/offsets/<batch id>`, two
+        header lines, then the source's offset); None for the streaming Spark input, whose
+        offsets are Spark's own source's."""
+        if self.spark_input is not None and self.spark_input.streaming:
+            return None
+        path = os.path.join(self.query_dir, "offsets", str(batch_id))
+        try:
+            with open(path, encoding="utf-8") as f:
+                offset = json.loads(f.read().splitlines()[2])
+            int(offset["txid"])
+        except (OSError, ValueError, IndexError, KeyError, TypeError) as exc:
+            raise TopologyError(
+                f"cannot read the offset of Spark's micro-batch {batch_id} from {path}: {exc}"
+            ) from None
+        return offset
+
+    def _txid(self, batch_id: int, offset: dict[str, Any] | None) -> int | None:
+        """The txid of Spark's micro-batch `batch_id`, from its end offset (`_offset`).
         Usually batch id + 1; but a fresh query has no committed offset, so Spark runs
         micro-batch 0 at its first trigger even when our source's latest offset is still its
         initial one, txid 0 (a spout with nothing yet): an empty micro-batch, None here, and the
         txids then run one behind the batch ids (docs/spark.md §4.1). The streaming Spark
         input's offsets are Spark's own source's: batch id + 1."""
-        if self.spark_input is not None and self.spark_input.streaming:
+        if offset is None:
             return batch_id + 1
-        path = os.path.join(self.query_dir, "offsets", str(batch_id))
+        return int(offset["txid"]) or None
+
+    def _idle_batch(self, df: Any, batch_id: int, currtx: int) -> None:
+        """An idle micro-batch of a transactional source (host/spark/idle_batches.py): no txid,
+        so no attempt is counted, no batch bolt or committer runs, nothing is committed; every
+        partition of the plain bolts runs over no input and gets its end tick (§2.4). Run again
+        as it was if the driver dies in it (Spark replays its offset)."""
+        started = time.monotonic()
+        sc = df.sparkSession.sparkContext
+        sc.setJobGroup(self.job_group, f"idle micro-batch {batch_id}", interruptOnCancel=True)
+        run = BatchRun(self.plan, df.rdd, Tx(currtx, 0), self.run_id, idle=True)
         try:
-            with open(path, encoding="utf-8") as f:
-                offset = json.loads(f.read().splitlines()[2])
-            txid = int(offset["txid"])
-        except (OSError, ValueError, IndexError, KeyError, TypeError) as exc:
-            raise TopologyError(
-                f"cannot read the offset of Spark's micro-batch {batch_id} from {path}: {exc}"
-            ) from None
-        return txid or None
+            run.run(sc)
+        finally:
+            run.unpersist()
+        if self.stopping:
+            self._stop_query_quietly()
+        self.idle_batches += 1
+        secs = time.monotonic() - started
+        self.echo(f"Spark batch {batch_id}: idle, no txid (the bolts' ticks; {secs:.2f}s)")
 
     def _stager_failure(self) -> BaseException | None:
         """What stopped the stager of the plain spouts and the batch spouts beside them (a

@@ -99,9 +99,21 @@ def explain(plan: Plan, master: str | None = None) -> str:
                 f"  idle micro-batches: one after {idle:g} s with none, while the spouts emit "
                 f"nothing (host.spark.idle.batch.secs), so that ticking bolts get their ticks"
             )
+    no_txid = False  # a batch spout alone: its idle micro-batches hold no txid (source.py)
+    if len(spouts) == 1 and spouts[0].role in (TRANSACTIONAL_SOURCE, KAFKA_SOURCE):
+        idle = idle_batch_secs(topology)
+        no_txid = idle is not None
+        if idle is not None:
+            lines.append(
+                f"  idle micro-batches: one after {idle:g} s with none, while the spout's "
+                "coordinator opens no batch (host.spark.idle.batch.secs); one holds no txid, so "
+                "only the plain bolts run in it, for their ticks, and the txids after it run "
+                "behind Spark's batch ids"
+            )
     lines.extend(_shipping_lines(topology, master or topology.config.get(MASTER_KEY)))
     for number, stage in enumerate(plan.stages, 1):
-        lines.extend(_stage_lines(number, stage, idle))
+        batch = no_txid and stage.component.batch is not None
+        lines.extend(_stage_lines(number, stage, None if batch else idle))
     return "\n".join(lines) + "\n"
 
 

@@ -10,8 +10,12 @@ micro-batch covers exactly one txid, so Spark batch id B reads txid B + 1:
   returning the offset, so every later read of that txid -- a Spark retry, a restarted query --
   reads the stored metadata, never asks again. Metadata already stored for T + 1 (the driver died
   after storing it) is used as it is. A spout that is not ready leaves the offset where it was,
-  and Spark runs no micro-batch.
-* `partitions(start, end)` gives one partition per spout task for txid `end`.
+  and Spark runs no micro-batch; unless a ticking bolt wants an idle micro-batch
+  (host/spark/idle_batches.py): then, once the period has passed since the last micro-batch
+  ended, the offset becomes `{"txid": T, "idle": k}`, a micro-batch that holds no txid (a txid
+  is always one of the spout's batches) and runs the plain bolts' partitions for their ticks.
+* `partitions(start, end)` gives one partition per spout task for txid `end`; none for an idle
+  micro-batch.
 * `read(partition)` runs in an executor: that spout task's `batch_emit` for the txid with the
   stored metadata, the attempt number the driver stored for this run of the micro-batch, the
   task's own stored metadata of the txid (a replay) and of the txid before. Its emits become
@@ -29,6 +33,7 @@ import base64
 import json
 import os
 import pickle
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -44,6 +49,7 @@ from host.errors import TopologyError
 from host.runtime.context import assign_tasks
 from host.spark.batch_spout_process import NO_META, BatchSpoutProcess, shared_spout
 from host.spark.component_process import Tx
+from host.spark.idle_batches import idle_batch_due, idle_batch_secs, idle_offset
 from host.spark.source_rows import SCHEMA, row_values_text, source_rows
 from host.topology.model import Topology
 
@@ -149,12 +155,22 @@ class BatchSpoutReader(DataSourceStreamReader):
         self.root = str(options["state"])
         self.tasks = assign_tasks(self.topology).tasks_of(self.spout)
         self._coordinator: BatchSpoutProcess | None = None  # made on first use (driver side)
+        self.idle_secs = idle_batch_secs(self.topology)
+        # when the last micro-batch ended (or the query started): Spark asks for the next offset
+        # only once the micro-batch before has run and committed, so a new `start` marks its end
+        self._clock = time.monotonic
+        self._last_batch = 0.0
+        self._ended: tuple[int, int] | None = None
 
     def initialOffset(self) -> dict[str, int]:
         return initial_offset(self.root)
 
     def latestOffset(self, start: dict[str, int], limit: Any) -> dict[str, int]:
         txid = int(start["txid"]) + 1
+        now = self._clock()
+        ended = (txid - 1, int(start.get("idle", 0)))
+        if ended != self._ended:  # the micro-batch up to `start` has ended since the last call
+            self._ended, self._last_batch = ended, now
         if meta_record(self.root, txid) is not None:
             return {"txid": txid}  # stored before a restart: that batch, never a new one
         coordinator = self._coordinator
@@ -162,9 +178,11 @@ class BatchSpoutReader(DataSourceStreamReader):
             coordinator = self._coordinator = BatchSpoutProcess(
                 self.topology, self.spout, self.tasks[0], committed_txid=currtx(self.root) - 1
             )
-        if not open_txid(self.root, self.spout, coordinator, txid):
-            return start  # not ready: no micro-batch this trigger
-        return {"txid": txid}
+        if open_txid(self.root, self.spout, coordinator, txid):
+            return {"txid": txid}
+        if idle_batch_due(now, self._last_batch, self.idle_secs, 0, 0):
+            return idle_offset(start)  # not ready, and a ticking bolt waits: no txid, ticks
+        return start  # not ready: no micro-batch this trigger
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
         first, last = int(start["txid"]), int(end["txid"])

@@ -96,7 +96,14 @@ def run_stage_partition(
     run_id: str,
     index: int,
     chunks: Iterable[InputChunk],
+    idle: bool = False,
 ) -> Iterator[Chunk]:
+    """Task `index` of a stage over its input chunks, as chunks of its emits. `idle`: an idle
+    micro-batch that holds no txid (host/spark/idle_batches.py `idle_offset`; `tx` is then the
+    next txid to commit, attempt 0): a batch component has no batch to work on and does not run."""
+    if idle and batch:
+        _drain(chunks)
+        return
     task = tasks[index]
     proc = shared_process(topology, component, task, run_id=run_id, committed_txid=tx.txid - 1)
     if batch:
@@ -208,9 +215,12 @@ class BatchRun:
     (host/spark/source_rows.py), in the spout tasks' partitions (partition i = spout task i;
     with several spouts, every task of every spout, the row's task telling whose)."""
 
-    def __init__(self, plan: Plan, source_rdd: Any, tx: Tx, run_id: str) -> None:
+    def __init__(
+        self, plan: Plan, source_rdd: Any, tx: Tx, run_id: str, idle: bool = False
+    ) -> None:
         self.plan = plan
         self.tx = tx
+        self.idle = idle  # no txid: the batch components' partitions do not run
         self.run_id = run_id
         self.outputs: dict[str, Any] = {}
         self.persisted: list[Any] = []
@@ -288,10 +298,10 @@ class BatchRun:
             union = keyed[0] if len(keyed) == 1 else keyed[0].context.union(keyed)
             inputs = union.partitionBy(n, identity).mapPartitions(_unkeyed)
         topology, cid, tasks = self.plan.topology, stage.id, stage.tasks
-        batch, tx, run_id = stage.component.batch is not None, self.tx, self.run_id
+        batch, tx, run_id, idle = stage.component.batch is not None, self.tx, self.run_id, self.idle
 
         def run(index: int, items: Iterable[InputChunk]) -> Iterator[Chunk]:
-            return run_stage_partition(topology, cid, tasks, batch, tx, run_id, index, items)
+            return run_stage_partition(topology, cid, tasks, batch, tx, run_id, index, items, idle)
 
         self._keep(stage, inputs.mapPartitionsWithIndex(run))
 
@@ -335,7 +345,9 @@ class BatchRun:
                 else:
                     chunks.extend(collected.get((stage.id, i), []))
             batch = stage.component.batch is not None
-            out = run_stage_partition(topology, stage.id, stage.tasks, batch, tx, run_id, 0, chunks)
+            out = run_stage_partition(
+                topology, stage.id, stage.tasks, batch, tx, run_id, 0, chunks, self.idle
+            )
             if stage.readers:
                 outputs[stage.id] = list(out)
             else:

@@ -316,3 +316,114 @@ def test_ticks_go_on_beside_a_quiet_streaming_input_through_its_relay(tmp_path):
     assert collections.Counter(held_rows()) == collections.Counter((i, f"row {i}") for i in ids)
     # the relay staged the input's micro-batches under the checkpoint, and its query is its own
     assert (checkpoint / "input" / "relay-rows" / "query").is_dir()
+
+
+TRANSACTIONAL_SPOUT = """\
+from multilang import TransactionalSpout
+
+
+class Rows(TransactionalSpout):
+    def initialize(self, txid, prev_meta):
+        start = prev_meta["end"] if prev_meta else 0
+        if start >= int(self.conf["test.rows"]):
+            return None  # all emitted: the coordinator opens no batch from now on
+        return {"start": start, "end": start + 25}
+
+    def emit_batch(self, tx, meta):
+        for i in range(meta["start"], meta["end"]):
+            self.emit([i, f"row {i}"])
+
+
+Rows().run()
+"""
+
+TXID_LEDGER = """\
+import sys
+
+from multilang import Committer
+
+
+class Ledger(Committer):
+    def process(self, tup, batch):
+        pass
+
+    def finish_batch(self, batch):
+        with open(sys.argv[1], "a") as f:
+            f.write(f"{batch.tx.txid}\\n")
+
+
+Ledger().run()
+"""
+
+
+def test_ticks_go_on_over_idle_micro_batches_that_hold_no_txid_beside_a_quiet_batch_spout(
+    tmp_path,
+):
+    """A transactional spout alone, whose coordinator opens two batches and then none: the
+    1-second tick sink beside it keeps getting ticks, from idle micro-batches that hold no txid
+    (host/spark/idle_batches.py `idle_offset`). The committer beside the sink has no batch in
+    them: it finishes txids 1 and 2 once each, and no third txid is opened or committed."""
+    base = tmp_path / "spark"
+    base.mkdir()
+    (base / "rows.py").write_text(TRANSACTIONAL_SPOUT)
+    (base / "ledger.py").write_text(TXID_LEDGER)
+    ledger = base / "txids.txt"
+    doc = {
+        "name": "tick-beside-batches",
+        "transactional": {"id": "tick-beside-batches"},
+        "config": {"test.rows": 50},
+        "spouts": {
+            "rows": {"command": ["python", "rows.py"], "outputs": ["id", "text"], "batch": "spout"}
+        },
+        "bolts": {
+            "held": held_sink(base, 1),
+            "ledger": {
+                "command": ["python", "ledger.py", str(ledger)],
+                "outputs": [],
+                "batch": "committer",
+                "inputs": {"rows": "global"},
+            },
+        },
+    }
+    path = base / "topology.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    explained = run_ok([sys.executable, "-m", "host", "spark", str(path), "--explain"], 120)
+    assert "idle micro-batches: one after 1 s with none, while the spout's coordinator" in explained
+    assert "only the plain bolts run in it" in explained
+
+    def held_rows() -> list[tuple[Any, ...]]:
+        return [
+            tuple(r) for p in sorted((base / "held").glob("rows-*.jsonl")) for r in read_jsonl(p)
+        ]
+
+    proc = start(spark_command(path, tmp_path / "checkpoint", LOCAL))
+    try:
+        wait_for(
+            lambda: ledger.exists() and ledger.read_text().split() == ["1", "2"], proc, "txid 2"
+        )
+        wait_for(lambda: len(held_rows()) == 50, proc, "both batches' rows flushed on ticks")
+        after_last_batch = _tick_count(base / "held")
+        assert len(after_last_batch) == 2  # both tasks ran
+
+        def more_ticks() -> bool:  # two more ticks for each task, the coordinator opening none
+            now = _tick_count(base / "held")
+            return all(now[name] >= n + 2 for name, n in after_last_batch.items())
+
+        wait_for(more_ticks, proc, "ticks after the spout's last batch")
+    finally:
+        proc.terminate()
+        out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out[-5000:]
+    assert "idle, no txid" in out, out[-5000:]
+    assert "txid 3" not in out, out[-5000:]
+    assert "stopped: 2 micro-batch(es) committed" in out, out[-5000:]
+    assert "idle with no txid" in out, out[-5000:]
+    assert ledger.read_text().split() == ["1", "2"]  # no finish in an idle micro-batch
+    assert collections.Counter(held_rows()) == collections.Counter(
+        (i, f"row {i}") for i in range(50)
+    )
+    for name, ticks in _ticks_by_file(base / "held").items():
+        assert {(c, s, t, tuple(v)) for c, s, t, v, _ in ticks} == {
+            ("__system", "__tick", -1, (1,))
+        }
+        assert all(n == 0 for *_, n in ticks[after_last_batch[name] :])  # nothing left to flush

@@ -154,6 +154,8 @@ def produce(
             if spread is None:
                 found = producer.list_topics(topic, timeout=10).topics[topic]
                 assert found.error is None, f"produce to {topic}: {found.error}"
+                # a topic the broker lists without partitions would leave the round robin empty
+                assert found.partitions, f"produce to {topic}: the broker lists no partitions"
                 spread = itertools.cycle(sorted(found.partitions))
             kwargs = {"partition": next(spread)}
         producer.produce(topic, key=key, value=value, on_delivery=delivered, **kwargs)

@@ -215,9 +215,10 @@ def test_fair_shares_fill_the_batch_and_cut_only_the_largest(sizes, limit):
         assert min(cut_short) >= max(shares) - 1
 
 
-def test_idle_micro_batches_only_where_the_stager_numbers_the_txids():
-    """Ticks go on through idle micro-batches beside plain spouts alone; beside a batch spout its
-    coordinator alone says when there is a batch (docs/spark.md §2.4, §4.9)."""
+def test_idle_micro_batches_where_the_stager_numbers_the_txids_or_a_batch_spout_is_alone():
+    """Ticks go on through idle micro-batches beside plain spouts alone, and beside a batch
+    spout alone, where one holds no txid; beside plain spouts a batch spout's coordinator says
+    when there is a batch, and the stager makes none (docs/spark.md §2.4, §4.9)."""
 
     def ticking(*spouts: Component) -> Topology:
         t = topology(*spouts)
@@ -226,4 +227,20 @@ def test_idle_micro_batches_only_where_the_stager_numbers_the_txids():
 
     assert "  idle micro-batches: one after 1 s" in explain(plan(ticking(spout("p"))))
     assert "idle micro-batches" not in explain(plan(ticking(spout("p"), spout("k", KAFKA))))
-    assert "idle micro-batches" not in explain(plan(ticking(spout("b", batch=BATCH_SPOUT))))
+    assert "idle micro-batches" not in explain(
+        plan(ticking(spout("p"), spout("b", batch=BATCH_SPOUT)))
+    )
+    alone = explain(plan(ticking(spout("b", batch=BATCH_SPOUT))))
+    assert "  idle micro-batches: one after 1 s with none, while the spout's coordinator" in alone
+    assert "one holds no txid, so only the plain bolts run in it" in alone
+    assert "an idle one after 1 s brings the end one" in alone  # the plain sink's ticks
+    # a ticking batch bolt beside the plain sink: no idle micro-batch brings its end tick
+    t = ticking(spout("b", batch=BATCH_SPOUT))
+    inputs = (Input("b", "default", Grouping("shuffle")),)
+    tick = {"topology.tick.tuple.freq.secs": 1}
+    counting = Component(
+        "partial", BOLT, ("p",), outputs={}, inputs=inputs, batch="bolt", config=tick
+    )
+    with_batch_bolt = explain(plan(dataclasses.replace(t, components=(*t.components, counting))))
+    partial_stage = with_batch_bolt[with_batch_bolt.index("bolt partial:") :]
+    assert "none between micro-batches" in partial_stage.split("\n  stage")[0]

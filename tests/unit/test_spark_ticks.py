@@ -117,6 +117,20 @@ def test_idle_batches_follow_the_shortest_tick_period_unless_set():
     assert idle_batch_secs(_topology({"host.spark.idle.batch.secs": 0.5}, None)) == 0.5
 
 
+def test_a_transactional_source_idle_offset_keeps_the_txid_and_counts_up():
+    """A transactional source's idle micro-batch holds no txid (host/spark/source.py): its
+    offset keeps the last txid, so the next txid still follows it, and differs from the offset
+    before, so that Spark runs a micro-batch for it."""
+    from host.spark.idle_batches import idle_offset, is_idle_offset
+
+    first = idle_offset({"txid": 4})
+    assert first == {"txid": 4, "idle": 1} and is_idle_offset(first)
+    second = idle_offset(first)
+    assert second == {"txid": 4, "idle": 2} and second != first
+    assert not is_idle_offset({"txid": 5})  # the next txid's offset is a plain one
+    assert idle_offset({"txid": 0}) == {"txid": 0, "idle": 1}  # before the first txid too
+
+
 def test_a_bad_idle_period_is_refused_naming_the_key():
     from host.errors import TopologyError
     from host.spark.idle_batches import idle_batch_secs
