@@ -472,11 +472,14 @@ class SparkEngine:
         return int(offset["txid"]) or None
 
     def _idle_batch(self, df: Any, batch_id: int, currtx: int) -> None:
-        """An idle micro-batch of a transactional source (host/spark/idle_batches.py): no txid,
+        """An idle micro-batch of a transactional source alone, or of the stager beside batch
+        spouts (host/spark/idle_batches.py, staging.py `request_idle`): no txid,
         so no attempt is counted, no batch bolt or committer runs, nothing is committed; every
         partition of the plain bolts runs over no input and gets its end tick (§2.4). Run again
         as it was if the driver dies in it (Spark replays its offset)."""
         started = time.monotonic()
+        if self.staged is not None:  # asked for by the stager beside batch spouts: done with
+            self.staged.idle_ran()
         sc = df.sparkSession.sparkContext
         sc.setJobGroup(self.job_group, f"idle micro-batch {batch_id}", interruptOnCancel=True)
         run = BatchRun(self.plan, df.rdd, Tx(currtx, 0), self.run_id, idle=True)

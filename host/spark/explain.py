@@ -87,9 +87,9 @@ def explain(plan: Plan, master: str | None = None) -> str:
     lines.extend(sources_lines(plan))  # several spouts: what a micro-batch holds, or why not
     idle = None
     spouts = [s for s in plan.stages if s.component.is_spout]
-    # beside a batch spout its coordinator alone says when there is a batch; a streaming input
-    # is relayed for idle micro-batches (or beside other spouts), so the stager cuts its txids,
-    # idle ones too (docs/spark.md §2.4, §4.9)
+    # beside a batch spout its coordinator alone says when there is a txid, and an idle
+    # micro-batch holds none; a streaming input is relayed for idle micro-batches (or beside
+    # other spouts), so the stager cuts its txids, idle ones too (docs/spark.md §2.4, §4.9)
     if not any(s.role in (TRANSACTIONAL_SOURCE, KAFKA_SOURCE) for s in spouts) and any(
         s.role in (DRIVER_SPOUT, SPARK_INPUT) for s in spouts
     ):
@@ -99,13 +99,13 @@ def explain(plan: Plan, master: str | None = None) -> str:
                 f"  idle micro-batches: one after {idle:g} s with none, while the spouts emit "
                 f"nothing (host.spark.idle.batch.secs), so that ticking bolts get their ticks"
             )
-    no_txid = False  # a batch spout alone: its idle micro-batches hold no txid (source.py)
-    if len(spouts) == 1 and spouts[0].role in (TRANSACTIONAL_SOURCE, KAFKA_SOURCE):
+    no_txid = False  # beside a batch spout idle micro-batches hold no txid (source.py, staging.py)
+    if any(s.role in (TRANSACTIONAL_SOURCE, KAFKA_SOURCE) for s in spouts):
         idle = idle_batch_secs(topology)
         no_txid = idle is not None
         if idle is not None:
             lines.append(
-                f"  idle micro-batches: one after {idle:g} s with none, while the spout's "
+                f"  idle micro-batches: one after {idle:g} s with none, while a batch spout's "
                 "coordinator opens no batch (host.spark.idle.batch.secs); one holds no txid, so "
                 "only the plain bolts run in it, for their ticks, and the txids after it run "
                 "behind Spark's batch ids"

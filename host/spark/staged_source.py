@@ -35,6 +35,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 
 from host.errors import TopologyError
 from host.runtime.context import assign_tasks
+from host.spark.idle_batches import idle_offset
 from host.spark.source import (
     SpoutPartition,
     initial_offset,
@@ -45,7 +46,7 @@ from host.spark.source import (
 from host.spark.source_rows import SCHEMA
 from host.spark.spark_input import InputSpec
 from host.spark.spark_input_source import read_files
-from host.spark.staging import read_manifest, read_rows
+from host.spark.staging import idle_requested, read_manifest, read_rows
 
 STAGED_SOURCE_NAME = "multilang_staged_spout"
 
@@ -121,10 +122,14 @@ class StagedSpoutReader(DataSourceStreamReader):
 
     def latestOffset(self, start: dict[str, int], limit: Any) -> dict[str, int]:
         """T + 1 once it is staged and its metadata stored (the driver's stager writes both, in
-        that order); else the offset stays and Spark runs no micro-batch."""
+        that order); else an idle micro-batch with no txid if the stager asked for one beside
+        batch spouts (host/spark/staging.py `request_idle`); else the offset stays and Spark runs
+        no micro-batch."""
         txid = int(start["txid"]) + 1
         if meta_record(self.root, txid) is not None and read_manifest(self.staged, txid):
             return {"txid": txid}
+        if idle_requested(self.staged, txid - 1):
+            return idle_offset(start)
         return start
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:

@@ -27,7 +27,9 @@ waits), the stager asks each for T's metadata (host/spark/batch_opener.py), stor
 answers; once every one has, what the plain spouts emitted is cut and staged as their share of T,
 even when it is nothing (or when there is no plain spout: several transactional sources alone are
 opened by the stager too). While a coordinator is not ready there is no T, and the others' batch
-and the plain spouts' tuples wait for it. With one such source its metadata is T's own and is
+and the plain spouts' tuples wait for it; when bolts tick, an idle micro-batch that holds no txid
+is asked for then (`request_idle`; docs/spark.md §2.4), once their shortest period has passed
+with no batch staged, committed or idle. With one such source its metadata is T's own and is
 stored before the staging; with several, each keeps its own (`source_root`) and T's metadata
 names them, stored after the staging as a plain batch's is. A Spark spout's DataFrame or
 directory input (host/spark/spark_input_opener.py) is opened with them but never holds a txid
@@ -65,9 +67,11 @@ from host.spark.spout_process import SpoutProcess
 from host.spark.staging import (
     STAGED_SUBDIR,
     TMP_PREFIX,
+    clear_idle_requests,
     delete_staged,
     encode_row,
     id_key,
+    request_idle,
     staged_task_ids,
     staged_txids,
     write_staged,
@@ -185,6 +189,7 @@ class StagedSpouts:
         for name in os.listdir(self.staged_root):
             if name.startswith(TMP_PREFIX):  # a driver killed while staging: never handed over
                 shutil.rmtree(os.path.join(self.staged_root, name), ignore_errors=True)
+        clear_idle_requests(self.staged_root)  # asked for by a run that is gone
         store = BatchStore(self.state_root)
         self.currtx = store.currtx()
         expected = self.currtx
@@ -230,6 +235,13 @@ class StagedSpouts:
                 self.replayed = {k: t for k, t in self.replayed.items() if t > txid}
             self.lock.notify_all()
         delete_staged(self.staged_root, txid)
+
+    def idle_ran(self) -> None:
+        """An idle micro-batch with no txid is running (engine.py `_idle_batch`): its request
+        is done with, and the next one is a period from now."""
+        with self.lock:
+            clear_idle_requests(self.staged_root)
+            self.last_batch = time.monotonic()
 
     def close(self) -> None:
         """Stop staging; fail what was emitted and never staged (its batch is dropped for
@@ -398,6 +410,17 @@ class StagedSpouts:
                         now - last_cut >= self.trigger_secs
                     )
                     idle = False
+                    # no txid while a coordinator is not ready: a ticking bolt gets an idle
+                    # micro-batch that holds none (the plain spouts' tuples wait on)
+                    in_flight = self.next_txid - self.currtx
+                    if not ready and idle_batch_due(
+                        now, self.last_batch, self.idle_secs, 0, in_flight
+                    ):
+                        request_idle(self.staged_root, self.next_txid - 1)
+                        self.last_batch = now
+                        log.debug(
+                            "%s: an idle micro-batch asked for, for the bolts' ticks", self.name
+                        )
                 if not (allowed and (due or idle or look)):
                     self.lock.wait(STAGER_WAIT_SECS)
                     continue
@@ -463,6 +486,7 @@ class StagedSpouts:
             for generation, m in share
             if m.id is not None
         ]
+        clear_idle_requests(self.staged_root)  # a txid came before the idle micro-batch ran
         with self.lock:
             self.staged_ids[txid] = ids
             self.next_txid = txid + 1

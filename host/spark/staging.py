@@ -7,6 +7,7 @@ read it (host/spark/staged_source.py); no pyspark here.
             manifest.json                {"txid": T, "tasks": [task id, ...], "tuples": [n, ...]}
             <index>.rows                 spout task `index`'s share (partition index = task index)
         .tmp-<txid>-<hex>/               a batch being written: renamed to <txid>/ once whole
+        idle-after-<txid>                an idle micro-batch (no txid) wanted after txid
 
 A rows file holds one line per emit (`encode_row`): the stream as JSON, the direct task (or
 nothing), the message id as compact JSON (or nothing), the values as compact JSON, tab-separated.
@@ -79,6 +80,40 @@ def write_staged(
 
 def delete_staged(staged_root: str, txid: int) -> None:
     shutil.rmtree(staged_path(staged_root, txid), ignore_errors=True)
+
+
+# An idle micro-batch that holds no txid, beside batch spouts (docs/spark.md §2.4): the stager (in
+# the driver) asks for one with a marker file, the staged source's `latestOffset` (in Spark's
+# Python worker for the query) sees it, and the engine removes it as the micro-batch runs. Not
+# fsynced: a request lost with a dead driver costs one idle micro-batch, which the next period
+# asks for again.
+IDLE_PREFIX = "idle-after-"
+
+
+def request_idle(staged_root: str, txid: int) -> None:
+    """Ask for an idle micro-batch after txid (the last one opened)."""
+    os.makedirs(staged_root, exist_ok=True)
+    with open(os.path.join(staged_root, f"{IDLE_PREFIX}{txid}"), "wb"):
+        pass
+
+
+def idle_requested(staged_root: str, txid: int) -> bool:
+    """Whether an idle micro-batch is wanted after txid."""
+    return os.path.exists(os.path.join(staged_root, f"{IDLE_PREFIX}{txid}"))
+
+
+def clear_idle_requests(staged_root: str) -> None:
+    """Remove every idle request (it ran, a txid came first, or a new run starts)."""
+    try:
+        names = os.listdir(staged_root)
+    except FileNotFoundError:
+        return
+    for name in names:
+        if name.startswith(IDLE_PREFIX):
+            try:
+                os.unlink(os.path.join(staged_root, name))
+            except FileNotFoundError:
+                pass
 
 
 def id_key(msg_id: Any) -> str:

@@ -356,39 +356,66 @@ Ledger().run()
 """
 
 
+QUIET_SPOUT = """\
+from multilang import Spout
+
+
+class Quiet(Spout):
+    def next_tuple(self):
+        pass
+
+
+Quiet().run()
+"""
+
+
+@pytest.mark.parametrize("beside", ["alone", "beside a plain spout"])
 def test_ticks_go_on_over_idle_micro_batches_that_hold_no_txid_beside_a_quiet_batch_spout(
-    tmp_path,
+    tmp_path, beside
 ):
-    """A transactional spout alone, whose coordinator opens two batches and then none: the
-    1-second tick sink beside it keeps getting ticks, from idle micro-batches that hold no txid
-    (host/spark/idle_batches.py `idle_offset`). The committer beside the sink has no batch in
-    them: it finishes txids 1 and 2 once each, and no third txid is opened or committed."""
+    """A transactional spout whose coordinator opens two batches and then none: the 1-second
+    tick sink beside it keeps getting ticks, from idle micro-batches that hold no txid. Alone,
+    its source makes them (host/spark/idle_batches.py `idle_offset`); beside a plain spout that
+    never emits, the stager that opens their shared txids asks for them (host/spark/staging.py
+    `request_idle`). The committer beside the sink has no batch in them: it finishes txids 1 and
+    2 once each, and no third txid is opened or committed."""
     base = tmp_path / "spark"
     base.mkdir()
     (base / "rows.py").write_text(TRANSACTIONAL_SPOUT)
     (base / "ledger.py").write_text(TXID_LEDGER)
+    (base / "quiet.py").write_text(QUIET_SPOUT)
     ledger = base / "txids.txt"
+    spouts: dict[str, Any] = {
+        "rows": {"command": ["python", "rows.py"], "outputs": ["id", "text"], "batch": "spout"}
+    }
+    bolts: dict[str, Any] = {
+        "held": held_sink(base, 1),
+        "ledger": {
+            "command": ["python", "ledger.py", str(ledger)],
+            "outputs": [],
+            "batch": "committer",
+            "inputs": {"rows": "global"},
+        },
+    }
+    sinks = [base / "held"]
+    if beside != "alone":  # the plain spout's own tick sink: outside the batch group
+        spouts["quiet"] = {"command": ["python", "quiet.py"], "outputs": ["id", "text"]}
+        bolts["quiet_held"] = {**held_sink(base / "quiet", 1), "inputs": {"quiet": "shuffle"}}
+        sinks.append(base / "quiet" / "held")
     doc = {
         "name": "tick-beside-batches",
         "transactional": {"id": "tick-beside-batches"},
         "config": {"test.rows": 50},
-        "spouts": {
-            "rows": {"command": ["python", "rows.py"], "outputs": ["id", "text"], "batch": "spout"}
-        },
-        "bolts": {
-            "held": held_sink(base, 1),
-            "ledger": {
-                "command": ["python", "ledger.py", str(ledger)],
-                "outputs": [],
-                "batch": "committer",
-                "inputs": {"rows": "global"},
-            },
-        },
+        "spouts": spouts,
+        "bolts": bolts,
     }
     path = base / "topology.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     explained = run_ok([sys.executable, "-m", "host", "spark", str(path), "--explain"], 120)
-    assert "idle micro-batches: one after 1 s with none, while the spout's coordinator" in explained
+    assert (
+        "idle micro-batches: one after 1 s with none, while a batch spout's coordinator"
+        in explained
+    )
     assert "only the plain bolts run in it" in explained
 
     def held_rows() -> list[tuple[Any, ...]]:
@@ -402,12 +429,15 @@ def test_ticks_go_on_over_idle_micro_batches_that_hold_no_txid_beside_a_quiet_ba
             lambda: ledger.exists() and ledger.read_text().split() == ["1", "2"], proc, "txid 2"
         )
         wait_for(lambda: len(held_rows()) == 50, proc, "both batches' rows flushed on ticks")
-        after_last_batch = _tick_count(base / "held")
-        assert len(after_last_batch) == 2  # both tasks ran
+        after_last_batch = {sink: _tick_count(sink) for sink in sinks}
+        assert all(len(counts) == 2 for counts in after_last_batch.values())  # every task ran
 
         def more_ticks() -> bool:  # two more ticks for each task, the coordinator opening none
-            now = _tick_count(base / "held")
-            return all(now[name] >= n + 2 for name, n in after_last_batch.items())
+            return all(
+                _tick_count(sink)[name] >= n + 2
+                for sink, counts in after_last_batch.items()
+                for name, n in counts.items()
+            )
 
         wait_for(more_ticks, proc, "ticks after the spout's last batch")
     finally:
@@ -426,4 +456,5 @@ def test_ticks_go_on_over_idle_micro_batches_that_hold_no_txid_beside_a_quiet_ba
         assert {(c, s, t, tuple(v)) for c, s, t, v, _ in ticks} == {
             ("__system", "__tick", -1, (1,))
         }
-        assert all(n == 0 for *_, n in ticks[after_last_batch[name] :])  # nothing left to flush
+        # nothing left to flush
+        assert all(n == 0 for *_, n in ticks[after_last_batch[base / "held"][name] :])

@@ -215,10 +215,10 @@ def test_fair_shares_fill_the_batch_and_cut_only_the_largest(sizes, limit):
         assert min(cut_short) >= max(shares) - 1
 
 
-def test_idle_micro_batches_where_the_stager_numbers_the_txids_or_a_batch_spout_is_alone():
-    """Ticks go on through idle micro-batches beside plain spouts alone, and beside a batch
-    spout alone, where one holds no txid; beside plain spouts a batch spout's coordinator says
-    when there is a batch, and the stager makes none (docs/spark.md §2.4, §4.9)."""
+def test_idle_micro_batches_are_txids_beside_plain_spouts_alone_and_hold_none_beside_batch_spouts():
+    """Ticks go on through idle micro-batches: beside plain spouts alone each is a txid of its
+    own; beside a batch spout or a Kafka spout, alone or with others, whose coordinators say
+    when there is a txid, one holds none (docs/spark.md §2.4, §4.9)."""
 
     def ticking(*spouts: Component) -> Topology:
         t = topology(*spouts)
@@ -226,14 +226,18 @@ def test_idle_micro_batches_where_the_stager_numbers_the_txids_or_a_batch_spout_
         return dataclasses.replace(t, components=(*t.components[:-1], sink))
 
     assert "  idle micro-batches: one after 1 s" in explain(plan(ticking(spout("p"))))
-    assert "idle micro-batches" not in explain(plan(ticking(spout("p"), spout("k", KAFKA))))
-    assert "idle micro-batches" not in explain(
-        plan(ticking(spout("p"), spout("b", batch=BATCH_SPOUT)))
-    )
-    alone = explain(plan(ticking(spout("b", batch=BATCH_SPOUT))))
-    assert "  idle micro-batches: one after 1 s with none, while the spout's coordinator" in alone
-    assert "one holds no txid, so only the plain bolts run in it" in alone
-    assert "an idle one after 1 s brings the end one" in alone  # the plain sink's ticks
+    no_txid = "  idle micro-batches: one after 1 s with none, while a batch spout's coordinator"
+    for spouts in (
+        (spout("b", batch=BATCH_SPOUT),),
+        (spout("k", KAFKA),),
+        (spout("p"), spout("k", KAFKA)),
+        (spout("p"), spout("b", batch=BATCH_SPOUT)),
+    ):
+        explained = explain(plan(ticking(*spouts)))
+        assert no_txid in explained
+        assert "one holds no txid, so only the plain bolts run in it" in explained
+        assert "an idle one after 1 s brings the end one" in explained  # the plain sink's ticks
+        assert explained.count("idle micro-batches:") == 1
     # a ticking batch bolt beside the plain sink: no idle micro-batch brings its end tick
     t = ticking(spout("b", batch=BATCH_SPOUT))
     inputs = (Input("b", "default", Grouping("shuffle")),)

@@ -194,3 +194,29 @@ def test_explain_says_when_the_spark_spouts_input_has_idle_micro_batches(source)
         text = explain(plan(quiet))
         assert "relay query" not in text and "(streaming, relayed)" not in text
         assert "  idle micro-batches: " not in text
+
+
+def test_an_idle_request_is_seen_for_its_txid_only_and_cleared_with_the_others(tmp_path):
+    """The stager's request for an idle micro-batch beside batch spouts (host/spark/staging.py):
+    the staged source sees it for the txid it was made after, never for the next one (a txid
+    opened since), and clearing it leaves the staged batches alone."""
+    from host.spark.staging import (
+        clear_idle_requests,
+        idle_requested,
+        read_manifest,
+        request_idle,
+        staged_txids,
+        write_staged,
+    )
+
+    root = str(tmp_path / "staged")
+    clear_idle_requests(root)  # no directory yet: nothing to clear
+    assert not idle_requested(root, 3)
+    write_staged(root, 4, (7,), [[]])
+    request_idle(root, 3)
+    assert idle_requested(root, 3)
+    assert not idle_requested(root, 4)  # txid 4 was opened: the request after 3 is stale
+    assert staged_txids(root) == [4]  # a request is not a staged batch
+    clear_idle_requests(root)
+    assert not idle_requested(root, 3)
+    assert staged_txids(root) == [4] and read_manifest(root, 4) is not None
