@@ -18,7 +18,8 @@ topology (without `held`, whose hour-long period would hold its tuples past the 
 under `host local`) writes them under `host local`.
 
 Then ticks while the spout is quiet: idle micro-batches (host/spark/staged_spouts.py) bring a
-1-second tick sink its ticks after the spout's last tuple.
+1-second tick sink its ticks after the spout's last tuple; and beside a transactional spout whose
+coordinator opens no more batches, idle micro-batches that hold no txid do the same.
 """
 
 from __future__ import annotations
