@@ -9,11 +9,11 @@ spouts, and batch spouts beside them or beside each other, are one staged source
 driver opens (host/spark/staged_spouts.py, docs/spark.md §4.6, §4.9). Each micro-batch runs in
 `foreachBatch` on the driver:
 
-1. txid = the micro-batch's end offset (`_txid`: Spark batch id + 1, or the batch id after an
-   empty first micro-batch). A txid the state already has committed (the driver died after our
+1. txid = the micro-batch's end offset (offset_log.py: Spark batch id + 1, or the batch id
+   after an empty first micro-batch). A txid the state has committed (the driver died after our
    commit and before Spark's) is skipped; a txid beyond the next to commit is an error. An idle
-   offset of a transactional source (host/spark/idle_batches.py `idle_offset`) holds no txid:
-   the plain bolts' partitions run for their ticks, and nothing is stored or committed.
+   offset (host/spark/idle_batches.py `idle_offset`) holds no txid: the plain bolts' partitions
+   run for their ticks, and nothing is stored or committed.
 2. The txid's attempt number is its stored count + 1, written (fsynced) before any of its
    tuples is read: restarts and retries of the micro-batch keep counting up.
 3. The bolt stages run over RDDs (host/spark/stages.py): processing, then the commit phase.
@@ -51,6 +51,7 @@ from host.spark.batch_spout_process import BatchSpoutProcess, close_spouts
 from host.spark.component_process import Tx
 from host.spark.idle_batches import is_idle_offset
 from host.spark.kafka_commits import offset_commits
+from host.spark.offset_log import end_offset, txid_of
 from host.spark.plan import (
     DRIVER_SPOUT,
     SPARK_INPUT,
@@ -383,11 +384,12 @@ class SparkEngine:
         started = time.monotonic()
         store = BatchStore(self.state_root)  # fresh: executors write task metadata under it
         currtx = store.currtx()
-        offset = self._offset(int(batch_id))
+        streaming = self.spark_input is not None and self.spark_input.streaming  # B + 1, Spark's
+        offset = None if streaming else end_offset(self.query_dir, int(batch_id))
         if offset is not None and is_idle_offset(offset):
             self._idle_batch(df, int(batch_id), currtx)
             return
-        txid = self._txid(int(batch_id), offset)
+        txid = int(batch_id) + 1 if offset is None else txid_of(offset)
         if txid is None:
             self.echo(f"Spark batch {batch_id}: the source had nothing yet, no txid")
             return
@@ -410,18 +412,8 @@ class SparkEngine:
         tx = Tx(txid, int(record.get("attempt", 0)) + 1)
         store.put_meta(txid, record.get("meta"), tx.attempt)  # before any tuple is read
         self.states.attempt(txid, tx.attempt)
-        sc = df.sparkSession.sparkContext
-        sc.setJobGroup(
-            self.job_group, f"txid {tx.txid} attempt {tx.attempt}", interruptOnCancel=True
-        )
         rows = df.rdd if self.spark_input is None else self.spark_input.rows(df, int(batch_id))
-        run = BatchRun(self.plan, rows, tx, self.run_id)
-        try:
-            run.run(sc)
-        finally:
-            run.unpersist()
-        if self.stopping:
-            self._stop_query_quietly()
+        self._run_stages(df, rows, tx, f"txid {tx.txid} attempt {tx.attempt}")
         for spout in self.batch_spouts:
             for process in self._spout_processes(spout, txid - 1):
                 process.commit(tx)
@@ -442,53 +434,28 @@ class SparkEngine:
         if self.max_batches is not None and self.committed >= self.max_batches:
             self.stop()
 
-    def _offset(self, batch_id: int) -> dict[str, Any] | None:
-        """The end offset Spark planned for its micro-batch `batch_id`, as its offset log holds
-        it (written before the micro-batch runs: `<checkpoint>/query/offsets/<batch id>`, two
-        header lines, then the source's offset); None for the streaming Spark input, whose
-        offsets are Spark's own source's."""
-        if self.spark_input is not None and self.spark_input.streaming:
-            return None
-        path = os.path.join(self.query_dir, "offsets", str(batch_id))
-        try:
-            with open(path, encoding="utf-8") as f:
-                offset = json.loads(f.read().splitlines()[2])
-            int(offset["txid"])
-        except (OSError, ValueError, IndexError, KeyError, TypeError) as exc:
-            raise TopologyError(
-                f"cannot read the offset of Spark's micro-batch {batch_id} from {path}: {exc}"
-            ) from None
-        return offset
-
-    def _txid(self, batch_id: int, offset: dict[str, Any] | None) -> int | None:
-        """The txid of Spark's micro-batch `batch_id`, from its end offset (`_offset`).
-        Usually batch id + 1; but a fresh query has no committed offset, so Spark runs
-        micro-batch 0 at its first trigger even when our source's latest offset is still its
-        initial one, txid 0 (a spout with nothing yet): an empty micro-batch, None here, and the
-        txids then run one behind the batch ids (docs/spark.md §4.1). The streaming Spark
-        input's offsets are Spark's own source's: batch id + 1."""
-        if offset is None:
-            return batch_id + 1
-        return int(offset["txid"]) or None
-
-    def _idle_batch(self, df: Any, batch_id: int, currtx: int) -> None:
-        """An idle micro-batch of a transactional source alone, or of the stager beside batch
-        spouts (host/spark/idle_batches.py, staging.py `request_idle`): no txid,
-        so no attempt is counted, no batch bolt or committer runs, nothing is committed; every
-        partition of the plain bolts runs over no input and gets its end tick (§2.4). Run again
-        as it was if the driver dies in it (Spark replays its offset)."""
-        started = time.monotonic()
-        if self.staged is not None:  # asked for by the stager beside batch spouts: done with
-            self.staged.idle_ran()
+    def _run_stages(self, df: Any, rows: Any, tx: Tx, what: str, idle: bool = False) -> None:
+        """The bolt stages of one micro-batch over `rows`, in a job group named `what` (so that
+        a stop cancels its jobs); then a stop asked for meanwhile ends the query."""
         sc = df.sparkSession.sparkContext
-        sc.setJobGroup(self.job_group, f"idle micro-batch {batch_id}", interruptOnCancel=True)
-        run = BatchRun(self.plan, df.rdd, Tx(currtx, 0), self.run_id, idle=True)
+        sc.setJobGroup(self.job_group, what, interruptOnCancel=True)
+        run = BatchRun(self.plan, rows, tx, self.run_id, idle=idle)
         try:
             run.run(sc)
         finally:
             run.unpersist()
         if self.stopping:
             self._stop_query_quietly()
+
+    def _idle_batch(self, df: Any, batch_id: int, currtx: int) -> None:
+        """An idle micro-batch (host/spark/idle_batches.py, staging.py `request_idle`): no txid,
+        no attempt counted, no batch bolt or committer run, nothing committed; the plain bolts'
+        partitions run over no input for their end ticks (§2.4). Replayed as it was if the driver
+        dies in it."""
+        started = time.monotonic()
+        if self.staged is not None:  # asked for by the stager beside batch spouts: done with
+            self.staged.idle_ran()
+        self._run_stages(df, df.rdd, Tx(currtx, 0), f"idle micro-batch {batch_id}", idle=True)
         self.idle_batches += 1
         secs = time.monotonic() - started
         self.echo(f"Spark batch {batch_id}: idle, no txid (the bolts' ticks; {secs:.2f}s)")

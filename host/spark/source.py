@@ -49,7 +49,7 @@ from host.errors import TopologyError
 from host.runtime.context import assign_tasks
 from host.spark.batch_spout_process import NO_META, BatchSpoutProcess, shared_spout
 from host.spark.component_process import Tx
-from host.spark.idle_batches import idle_batch_due, idle_batch_secs, idle_offset
+from host.spark.idle_batches import IDLE_KEY, idle_batch_due, idle_batch_secs, idle_offset
 from host.spark.source_rows import SCHEMA, row_values_text, source_rows
 from host.topology.model import Topology
 
@@ -168,7 +168,7 @@ class BatchSpoutReader(DataSourceStreamReader):
     def latestOffset(self, start: dict[str, int], limit: Any) -> dict[str, int]:
         txid = int(start["txid"]) + 1
         now = self._clock()
-        ended = (txid - 1, int(start.get("idle", 0)))
+        ended = (txid - 1, int(start.get(IDLE_KEY, 0)))
         if ended != self._ended:  # the micro-batch up to `start` has ended since the last call
             self._ended, self._last_batch = ended, now
         if meta_record(self.root, txid) is not None:

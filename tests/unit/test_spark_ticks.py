@@ -220,3 +220,24 @@ def test_an_idle_request_is_seen_for_its_txid_only_and_cleared_with_the_others(t
     clear_idle_requests(root)
     assert not idle_requested(root, 3)
     assert staged_txids(root) == [4] and read_manifest(root, 4) is not None
+
+
+def test_the_offset_log_gives_the_txid_or_names_the_file_it_cannot_read(tmp_path):
+    """host/spark/offset_log.py: Spark's offset file (two header lines, then the source's offset)
+    gives the micro-batch's txid, None for txid 0 (a first micro-batch with nothing), the idle
+    offset whole; a file that is missing or holds no txid is one error naming it."""
+    from host.errors import TopologyError
+    from host.spark.idle_batches import is_idle_offset
+    from host.spark.offset_log import end_offset, txid_of
+
+    offsets = tmp_path / "offsets"
+    offsets.mkdir()
+    for batch, offset in {0: '{"txid":0}', 1: '{"txid":1}', 2: '{"txid":1,"idle":1}'}.items():
+        (offsets / str(batch)).write_text(f'v1\n{{"batchWatermarkMs":0}}\n{offset}\n')
+    assert txid_of(end_offset(str(tmp_path), 0)) is None
+    assert txid_of(end_offset(str(tmp_path), 1)) == 1
+    assert is_idle_offset(end_offset(str(tmp_path), 2))
+    (offsets / "3").write_text('v1\n{}\n{"other":1}\n')
+    for missing_or_bad in (3, 4):
+        with pytest.raises(TopologyError, match=f"micro-batch {missing_or_bad} from .*offsets"):
+            end_offset(str(tmp_path), missing_or_bad)
