@@ -60,6 +60,13 @@ from host.spark.plan import (
     Stage,
 )
 from host.spark.session_settings import MASTER_KEY, check_pyspark, spark_settings
+from host.spark.shared_checkpoint import (
+    UnsharedCheckpoint,
+    check_executors_see,
+    local_directory,
+    probes_executors,
+    write_token,
+)
 from host.spark.shipping import Packed, pack_directories, ships
 from host.spark.source import (
     SOURCE_NAME,
@@ -150,7 +157,10 @@ class SparkEngine:
         echo: Callable[[str], None] = print,
     ) -> None:
         check_supported(plan)
-        self.checkpoint = os.path.abspath(checkpoint)
+        try:  # a URL refused, before anything is made of it (docs/spark.md §6.1)
+            self.checkpoint = local_directory(checkpoint, "--checkpoint")
+        except ValueError as exc:
+            raise TopologyError(str(exc)) from None
         # a Kafka spout runs as the transactional Kafka spout (§4.7)
         plan = with_kafka_as_batch_spouts(plan, self.checkpoint)
         self.spout = check_supported(plan)
@@ -180,6 +190,7 @@ class SparkEngine:
         self.idle_batches = 0  # idle micro-batches of a transactional source (no txid)
         self.restarts = 0
         self.batch_secs: list[float] = []
+        self.token = ""  # this run's token in the checkpoint (host/spark/shared_checkpoint.py)
         self._stop = threading.Event()
         self._commit_spouts: dict[str, list[BatchSpoutProcess]] = {}
         # a Spark spout's input beside other spouts, or a streaming one relayed for the ticks: a
@@ -271,6 +282,7 @@ class SparkEngine:
     def _prepare_state(self) -> None:
         check_checkpoint(self.plan, self.checkpoint, self.query_dir)
         os.makedirs(self.state_root, exist_ok=True)
+        self.token = write_token(self.checkpoint)
         if self.batch_spouts:  # the tasks whose batch metadata is stored: the batch spouts'
             self.states.prepare()
         else:
@@ -284,6 +296,10 @@ class SparkEngine:
         try:
             for p in packed:
                 spark.sparkContext.addArchive(p.archive)
+            if probes_executors(self.settings[MASTER_KEY]):
+                self._check_executors_see_checkpoint(spark.sparkContext)
+                if self.stopping:
+                    return
             if self.spark_input is not None:
                 self.spark_input.register(spark)
             else:
@@ -300,6 +316,33 @@ class SparkEngine:
             self._close_processes()
             if own_session:
                 bounded(spark.stop, STOP_WAIT_SECS, "stopping Spark", self.echo)
+
+    def _check_executors_see_checkpoint(self, sc: Any) -> None:
+        """Before the query: the executors see this run's token in the checkpoint, as they must
+        to read and write the batches' state there (docs/spark.md §6.1); UnsharedCheckpoint
+        (exit 2) if not, EngineFailed if the executors could not run the check at all."""
+        started = time.monotonic()
+        try:
+            sights = check_executors_see(
+                sc, self.checkpoint, self.token, self.job_group, lambda: self.stopping, POLL_SECS
+            )
+        except UnsharedCheckpoint:
+            raise
+        except Exception as exc:  # a Spark job that failed: the executors' environment
+            raise EngineFailed(
+                f"the executors could not run the check that they see the checkpoint "
+                f"{self.checkpoint}: {first_line(exc)}"
+            ) from None
+        if self.stopping:
+            sc.cancelJobGroup(self.job_group)
+            return
+        processes = {(host, pid) for host, pid, _ in sights}
+        hosts = {host for host, _ in processes}
+        self.echo(
+            f"the executors see the checkpoint: {len(sights)} tasks in {len(processes)} Python "
+            f"worker(s) on {len(hosts)} host(s) read the driver's token "
+            f"({time.monotonic() - started:.2f}s)"
+        )
 
     def _pack_directories(self) -> list[Packed]:
         """The component directories as archives for the executors, when they are shipped

@@ -50,6 +50,7 @@ from host.runtime.context import assign_tasks
 from host.spark.batch_spout_process import NO_META, BatchSpoutProcess, shared_spout
 from host.spark.component_process import Tx
 from host.spark.idle_batches import IDLE_KEY, idle_batch_due, idle_batch_secs, idle_offset
+from host.spark.shared_checkpoint import unshared_reason
 from host.spark.source_rows import SCHEMA, row_values_text, source_rows
 from host.topology.model import Topology
 
@@ -237,7 +238,9 @@ def read_spout_partition(
     """One spout task's share of a txid, as rows (executor side)."""
     record = meta_record(root, p.txid)
     if record is None:
-        raise TopologyError(f"no stored metadata for txid {p.txid} in {root}")
+        raise TopologyError(
+            f"no stored metadata for txid {p.txid} in {root}{unshared_reason(root)}"
+        )
     attempt = int(record.get("attempt", 0))
     if attempt < 1:
         raise TopologyError(f"txid {p.txid} is read before the driver counted its attempt")

@@ -65,6 +65,7 @@ from components.spark_spout.session import call_job, load_callable
 from host.batch.store import BatchStore
 from host.errors import TopologyError
 from host.spark.idle_batches import idle_batch_due, idle_batch_secs
+from host.spark.shared_checkpoint import unshared_reason
 from host.spark.source import initial_offset, meta_record
 from host.spark.source_rows import SCHEMA, SourceRow, row_values_text, source_rows
 from host.spark.spark_input import (
@@ -267,7 +268,10 @@ class SparkInputReader(DataSourceStreamReader):
         assert isinstance(partition, FilesPartition)
         record = meta_record(self.root, partition.txid)
         if record is None:
-            raise TopologyError(f"no stored metadata for txid {partition.txid} in {self.root}")
+            raise TopologyError(
+                f"no stored metadata for txid {partition.txid} in {self.root}"
+                + unshared_reason(self.root)
+            )
         return read_files(self.spec, record["meta"], partition.files)
 
     def commit(self, end: dict[str, int]) -> None:

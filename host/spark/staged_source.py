@@ -36,6 +36,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from host.errors import TopologyError
 from host.runtime.context import assign_tasks
 from host.spark.idle_batches import idle_offset
+from host.spark.shared_checkpoint import unshared_reason
 from host.spark.source import (
     SpoutPartition,
     initial_offset,
@@ -170,7 +171,9 @@ class StagedSpoutReader(DataSourceStreamReader):
             _, root, spec = self.inputs[p.input]
             record = meta_record(root, p.txid)
             if record is None:
-                raise TopologyError(f"no stored share of txid {p.txid} in {root}")
+                raise TopologyError(
+                    f"no stored share of txid {p.txid} in {root}{unshared_reason(root)}"
+                )
             return read_files(spec, record["meta"], [p.path])
         assert isinstance(p, StagedPartition)
         return read_rows(self.staged, p.txid, p.index, p.task)

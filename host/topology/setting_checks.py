@@ -55,7 +55,34 @@ def boolean(value: object) -> str | None:
 
 
 def path(value: object) -> str | None:
-    return None if isinstance(value, str) and value else "must be a non-empty path"
+    """A directory path (`host.state.dir`); `file:///dir` stands for `/dir`. A URL of any other
+    scheme is refused: the host reads and writes the state with plain file calls, and made
+    absolute a URL would be a local directory named `hdfs:` (docs/spark.md §6.1)."""
+    if not (isinstance(value, str) and value):
+        return "must be a non-empty path"
+    scheme = url_scheme(value)
+    if scheme is not None:
+        return f"must be a directory path, not a {scheme}:// URL (the state is plain files)"
+    return None
+
+
+# a URL's scheme and its `://` (RFC 3986 §3.1); a colon alone is no URL: `a:b` may name a directory
+_URL = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
+_FILE_URL = "file://"
+
+
+def url_scheme(text: str) -> str | None:
+    """The scheme of a URL that names no local path (`hdfs` of `hdfs://nn/dir`), else None:
+    for a plain path, and for a `file:///dir` URL (see `without_file_scheme`)."""
+    if text.startswith(_FILE_URL + "/"):
+        return None
+    match = _URL.match(text)
+    return match.group(1) if match else None
+
+
+def without_file_scheme(text: str) -> str:
+    """`/dir` for `file:///dir`; any other text as it is."""
+    return text[len(_FILE_URL) :] if text.startswith(_FILE_URL + "/") else text
 
 
 def port(value: object) -> str | None:

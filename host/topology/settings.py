@@ -488,7 +488,7 @@ def state_dir(source: Settings | Topology) -> str:
     ~/.local/state/multilang-host (docs/transactional.md §3)."""
     settings = settings_for(source) if isinstance(source, Topology) else source
     if settings.state_dir is not None:
-        return os.path.abspath(os.path.expanduser(settings.state_dir))
+        return os.path.abspath(os.path.expanduser(checks.without_file_scheme(settings.state_dir)))
     xdg = os.environ.get("XDG_STATE_HOME", "")
     base = xdg if os.path.isabs(xdg) else os.path.join(os.path.expanduser("~"), ".local", "state")
     return os.path.abspath(os.path.join(base, "multilang-host"))

@@ -10,7 +10,9 @@ A spark:// master gets the component directories shipped (§6.1, host/spark/ship
 spout read and bolt task in the executors runs in the executor's unpacked copy of the topology's
 directory. The worker runs in a mount namespace of its own where one directory, `hidden/`, is an
 empty tmpfs: a topology copied there is seen by the driver and not by the executors, as on
-another host, and runs all the same.
+another host, and runs all the same; a checkpoint put there is refused before the query starts
+(the executors do not see it: host/spark/shared_checkpoint.py), and a stop while that check
+waits for executors that cannot start ends the command.
 
 What a one-host cluster cannot show: other hosts' environments (§6.2).
 """
@@ -31,6 +33,7 @@ from typing import Any
 
 import pytest
 
+from host.spark.shared_checkpoint import CHECK_DESCRIPTION
 from host.spark.shipping import archive_name
 from tests.support.spark_runs import (
     JAVA_OPTS,
@@ -302,3 +305,106 @@ def test_the_executors_run_a_topology_they_cannot_see(
     before = _app_ids(cluster)
     out = _host_spark(cluster, example, tmp_path / "checkpoint")
     _check_run(cluster, example, out, before)
+
+
+def test_a_checkpoint_the_executors_cannot_see_is_refused_before_a_micro_batch(
+    cluster: dict[str, Any], tmp_path: Path
+) -> None:
+    """The checkpoint where the driver sees it and the executors do not (each host's own /tmp,
+    a mount missing on the executor hosts): refused with exit 2 once the session is up, naming
+    the checkpoint and the executors' host, before the query runs a micro-batch (docs/spark.md
+    §6.1). Without the check the executors failed the first micro-batch with `no stored
+    metadata for txid 1`, four tries and three restarts later."""
+    example = _example(tmp_path)
+    checkpoint = cluster["hidden"] / "unseen-checkpoint"
+    worker_view = Path(f"/proc/{cluster['worker']}/root") / cluster["hidden"].relative_to("/")
+    assert not any(worker_view.iterdir())  # the worker's view of its parent: empty
+    result = subprocess.run(
+        [sys.executable, "-m", "host", "spark", str(example / "topology.yaml")]
+        + ["--master", cluster["url"], "--checkpoint", str(checkpoint)]
+        + ["--trigger", "0.5", "--max-batches", str(BATCHES), *_cluster_conf(cluster)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=WAIT_SECS * 2,
+    )
+    out = result.stdout + result.stderr
+    assert result.returncode == 2, out[-OUTPUT_TAIL:]
+    assert (
+        f"error: the executors do not see the checkpoint {checkpoint} as the driver does: the "
+        f"token the driver wrote to {checkpoint / 'driver-token'} is not there for them (on "
+        f"{socket.gethostname()}: no such file)"
+    ) in out, out[-OUTPUT_TAIL:]
+    assert (checkpoint / "driver-token").is_file()  # the driver's side of it
+    assert "committed" not in out and "Traceback" not in out, out[-OUTPUT_TAIL:]
+    assert not (checkpoint / "query" / "offsets").exists()  # the query never started
+    assert not (example / "counts.db").exists()
+
+
+def _running_jobs(ui_port: int) -> list[dict[str, Any]]:
+    """The driver's running jobs, from its web UI's REST API ([] while it does not answer)."""
+    base = f"http://127.0.0.1:{ui_port}/api/v1/applications"
+    try:
+        with urllib.request.urlopen(base, timeout=2) as reply:
+            apps = json.loads(reply.read())
+        jobs: list[dict[str, Any]] = []
+        for app in apps:
+            with urllib.request.urlopen(f"{base}/{app['id']}/jobs", timeout=2) as reply:
+                jobs += [j for j in json.loads(reply.read()) if j.get("status") == "RUNNING"]
+        return jobs
+    except (OSError, ValueError):
+        return []
+
+
+def test_a_stop_while_no_executor_has_come_up_ends_the_command(
+    cluster: dict[str, Any], tmp_path: Path
+) -> None:
+    """SIGTERM while the check's job waits for executors that never come (each would need more
+    memory than the worker has): the command ends at once, cleanly, nothing committed. The
+    check's job runs in a thread of its own for this: py4j's call would hold the main thread."""
+    example = _example(tmp_path)
+    assert _granted_cores(cluster) == 0  # no other application holds the worker's cores
+    ui = _free_port()
+    conf = [c for c in _cluster_conf(cluster) if "executor.memory" not in c and ".ui." not in c]
+    conf += ["-cspark.executor.memory=4g", "-cspark.ui.enabled=true", f"-cspark.ui.port={ui}"]
+    log = tmp_path / "driver.log"
+    with open(log, "w") as out:
+        driver = subprocess.Popen(
+            [sys.executable, "-m", "host", "spark", str(example / "topology.yaml")]
+            + ["--master", cluster["url"], "--checkpoint", str(tmp_path / "checkpoint"), *conf],
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+    try:
+        # the driver waits in the check's job, which no executor will ever run
+        _wait(
+            lambda: any(
+                j.get("description") == CHECK_DESCRIPTION
+                and str(j.get("jobGroup")).endswith(f"-{driver.pid}")  # the engine's group
+                for j in _running_jobs(ui)
+            ),
+            "the check's job",
+            [driver],
+        )
+        time.sleep(1.0)  # still waiting: no executor can start
+        assert driver.poll() is None and _granted_cores(cluster) == 0
+        driver.send_signal(signal.SIGTERM)
+        returncode = driver.wait(timeout=60)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+    out = log.read_text()
+    assert returncode == 0, out[-OUTPUT_TAIL:]
+    assert "SIGTERM: stopping" in out, out[-OUTPUT_TAIL:]
+    assert "stopped: 0 micro-batch(es) committed" in out, out[-OUTPUT_TAIL:]
+    assert "see the checkpoint:" not in out  # the check never ended, and was not reported
+    assert not (example / "counts.db").exists()
+
+
+def _granted_cores(cluster: dict[str, Any]) -> int:
+    """The cores the master has granted its running applications (their executors' cores)."""
+    state = _master_state(cluster["ui"])
+    return sum(int(a.get("cores", 0)) for a in state.get("activeapps", []))
