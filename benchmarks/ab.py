@@ -1,15 +1,15 @@
 """A/B of the host against an earlier commit, measured in one run, alternating:
 
-    python -m benchmarks.ab REV [--rounds 5] [--secs 4] [--idle-secs 10]
+    python -m benchmarks.ab REV [--rounds 5] [--secs 4] [--idle-secs 10] [--parallelism 1]
 
 REV is checked out into a temporary git worktree (with this checkout's built C decoder copied in)
 and both sides run the same benchmark topologies through their own `benchmarks.runner`, each in a
 fresh process with its own tree first on PYTHONPATH (so the components import that side's client
 libraries too). Rounds alternate A-B, B-A, ... so that a drift of the machine's speed during the
-run falls on both sides alike. Figures per side: the Python word count at full rate (sentences/s,
-host CPU per routed tuple), the same at a fixed 50 % of the first full-rate run of A (the rate
-reached, host and components' CPU %, complete latency p50 / p99), and an idle topology (host
-and components' CPU %). Printed as median (min-max) and B / A.
+run falls on both sides alike. Figures per side: the Python word count (`--parallelism` tasks per
+bolt) at full rate (sentences/s, host CPU per routed tuple), the same at a fixed 50 % of the first
+full-rate run of A (the rate reached, host and components' CPU %, complete latency p50 / p99),
+and an idle topology (host and components' CPU %). Printed as median (min-max) and B / A.
 """
 
 from __future__ import annotations
@@ -60,10 +60,11 @@ def runner(
         return json.loads(out_path.read_text())  # type: ignore[no-any-return]
 
 
-def measure(tree: Path, secs: float, idle_secs: float, rate: float | None) -> dict:
-    full = window_metrics(
-        runner(tree, {"split": "python", "per_next": 100}, warmup=1.5, window=secs)["windows"][0]
-    )
+def measure(
+    tree: Path, secs: float, idle_secs: float, rate: float | None, parallelism: int = 1
+) -> dict:
+    word_count = {"split": "python", "per_next": 100, "parallelism": parallelism}
+    full = window_metrics(runner(tree, word_count, warmup=1.5, window=secs)["windows"][0])
     out = {
         "sentences_per_s": full["sentences_per_s"],
         "host_us_per_tuple": full["host_cpu_us_per_tuple"],
@@ -74,8 +75,7 @@ def measure(tree: Path, secs: float, idle_secs: float, rate: float | None) -> di
         runner(
             tree,
             {
-                "split": "python",
-                "per_next": 100,
+                **word_count,
                 "rate": rate,
                 "config": {"host.acker.latency.sample": 1},
             },
@@ -120,6 +120,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--secs", type=float, default=4.0, help="measured window per run")
     parser.add_argument("--idle-secs", type=float, default=10.0)
+    parser.add_argument(
+        "--parallelism",
+        type=int,
+        default=1,
+        help="tasks per bolt of the word count at full rate and at half load (scaling-tasks' N)",
+    )
     args = parser.parse_args(argv)
     tmp = Path(tempfile.mkdtemp(prefix="ab-base-"))
     base = worktree(args.rev, tmp / "a")
@@ -129,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for r in range(args.rounds):
             for side in ("A", "B") if r % 2 == 0 else ("B", "A"):
-                m = measure(sides[side], args.secs, args.idle_secs, rate)
+                m = measure(sides[side], args.secs, args.idle_secs, rate, args.parallelism)
                 rate = rate or m["rate"]
                 samples[side].append(m)
                 print(

@@ -37,13 +37,17 @@ def _load(
 ) -> Topology:
     from host.topology.files import load
     from host.topology.overrides import parse_overrides, with_overrides
+    from host.topology.setting_checks import directory_path
     from host.topology.settings import STATE_DIR
 
     try:
         topology = load(path, env_filter=env_filter)
         config = parse_overrides(overrides)
         if state_dir is not None:  # wins over -c host.state.dir=...; absolute, as it was meant
-            config[STATE_DIR] = os.path.abspath(os.path.expanduser(state_dir))
+            try:
+                config[STATE_DIR] = directory_path(state_dir, "--state-dir")
+            except ValueError as exc:  # a URL: docs/spark.md §6.1
+                raise TopologyError(str(exc)) from None
         return with_overrides(topology, config)
     except TopologyError as exc:
         click.echo(f"error: {exc}", err=True)

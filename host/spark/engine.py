@@ -63,7 +63,6 @@ from host.spark.session_settings import MASTER_KEY, check_pyspark, spark_setting
 from host.spark.shared_checkpoint import (
     UnsharedCheckpoint,
     check_executors_see,
-    local_directory,
     probes_executors,
     write_token,
 )
@@ -84,6 +83,7 @@ from host.spark.staged_spouts import StagedSpouts
 from host.spark.stages import BatchRun
 from host.spark.stream_relay import check_checkpoint
 from host.topology import settings as cfg
+from host.topology.setting_checks import directory_path
 
 log = logging.getLogger("host.spark")
 
@@ -158,7 +158,7 @@ class SparkEngine:
     ) -> None:
         check_supported(plan)
         try:  # a URL refused, before anything is made of it (docs/spark.md §6.1)
-            self.checkpoint = local_directory(checkpoint, "--checkpoint")
+            self.checkpoint = directory_path(checkpoint, "--checkpoint")
         except ValueError as exc:
             raise TopologyError(str(exc)) from None
         # a Kafka spout runs as the transactional Kafka spout (§4.7)

@@ -3,8 +3,8 @@ executors read the batch metadata the driver stores and write their tasks' own b
 plain file calls. Two ways to get that wrong, each caught before the query starts:
 
 * a URL (`hdfs://…`, `s3a://…`): plain file calls cannot open one, and `os.path.abspath` would
-  silently make it a local directory named `hdfs:` (`local_directory`, for `--checkpoint` and
-  `host.state.dir`);
+  silently make it a local directory named `hdfs:` (host/topology/setting_checks.py
+  `directory_path`, for `--checkpoint`, `--state-dir` and `host.state.dir`);
 * a path that the executors do not see as the driver does (each host's own `/tmp`, a mount the
   executor hosts lack, files they may not read): each side would read a directory of its own,
   and the first micro-batch would fail in an executor with no stored metadata, four tries and
@@ -26,7 +26,6 @@ from typing import Any
 
 from components.files import write_atomically
 from host.errors import TopologyError
-from host.topology.setting_checks import url_scheme, without_file_scheme
 
 TOKEN_FILE = "driver-token"  # <checkpoint>/driver-token: the running driver's token
 SHARED_DOC = "docs/spark.md §6.1"
@@ -39,19 +38,6 @@ CHECK_DESCRIPTION = "checking the executors see the checkpoint"  # the job's, in
 class UnsharedCheckpoint(TopologyError):
     """The executors do not see the checkpoint the driver writes; the message says where. A
     TopologyError: the command's usage is wrong (exit 2), and no micro-batch has run."""
-
-
-def local_directory(value: str, what: str) -> str:
-    """`value` as an absolute directory path: `file:///dir` is `/dir`; any other URL raises
-    ValueError naming `what` (`--checkpoint`, `host.state.dir`)."""
-    scheme = url_scheme(value)
-    if scheme is not None:
-        raise ValueError(
-            f"{what} {value!r}: a {scheme}:// URL is not supported; the state is read and written "
-            "with plain file calls, so it must be a directory path (on a Spark cluster, one that "
-            f"the driver and every executor host mount at the same place: {SHARED_DOC})"
-        )
-    return os.path.abspath(os.path.expanduser(without_file_scheme(value)))
 
 
 def write_token(checkpoint: str) -> str:

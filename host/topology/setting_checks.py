@@ -8,6 +8,7 @@ are also how the loaders tell a number from a YAML boolean; `parse_bind` reads `
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Callable
 from typing import TypeGuard
@@ -83,6 +84,19 @@ def url_scheme(text: str) -> str | None:
 def without_file_scheme(text: str) -> str:
     """`/dir` for `file:///dir`; any other text as it is."""
     return text[len(_FILE_URL) :] if text.startswith(_FILE_URL + "/") else text
+
+
+def directory_path(value: str, what: str) -> str:
+    """`value` as an absolute directory path (`file:///dir` is `/dir`, `~` expanded); a URL of
+    any other scheme raises ValueError naming `what` (`--checkpoint`, `--state-dir`)."""
+    scheme = url_scheme(value)
+    if scheme is not None:
+        raise ValueError(
+            f"{what} {value!r}: a {scheme}:// URL is not supported; the state is read and written "
+            "with plain file calls, so it must be a directory path (on a Spark cluster, one that "
+            "the driver and every executor host mount at the same place: docs/spark.md §6.1)"
+        )
+    return os.path.abspath(os.path.expanduser(without_file_scheme(value)))
 
 
 def port(value: object) -> str | None:

@@ -86,3 +86,17 @@ def test_the_command_line_refuses_it_before_anything_starts(tmp_path: Path) -> N
     )
     assert result.returncode == 2
     assert "written by 3 task(s) of batch spout 'numbers'" in result.stderr
+
+
+def test_the_command_line_refuses_a_state_dir_url_before_anything_starts(tmp_path: Path) -> None:
+    topology = ROOT / "examples" / "transactional" / "global-count" / "topology.yaml"
+    result = subprocess.run(
+        [sys.executable, "-m", "host", "local", str(topology), "--state-dir", "s3a://b/state"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "error: --state-dir 's3a://b/state': a s3a:// URL is not supported" in result.stderr
+    assert list(tmp_path.iterdir()) == []  # no directory "s3a:" made where it ran

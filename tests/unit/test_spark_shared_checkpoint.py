@@ -17,13 +17,13 @@ from host.spark.command import spark as spark_command
 from host.spark.shared_checkpoint import (
     TOKEN_FILE,
     UnsharedCheckpoint,
-    local_directory,
     look,
     read_token,
     unseen,
     unshared_reason,
     write_token,
 )
+from host.topology.setting_checks import directory_path as local_directory
 from host.topology.setting_checks import path as path_check
 
 

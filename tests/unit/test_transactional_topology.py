@@ -584,6 +584,16 @@ def test_state_dir_setting_is_read_and_checked():
         Settings.from_config({STATE_DIR: ""})
 
 
+def test_state_dir_is_a_directory_path_not_a_url(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # where abspath would have made a directory "hdfs:"
+    for url in ("hdfs://nn:8020/state", "s3a://bucket/state", "file://host/state"):
+        scheme = url.split("://")[0]
+        with pytest.raises(TopologyError, match=f"not a {scheme}:// URL"):
+            Settings.from_config({STATE_DIR: url})
+    assert state_dir(Settings.from_config({STATE_DIR: "file:///srv/state"})) == "/srv/state"
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_state_dir_configured_is_absolute(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
