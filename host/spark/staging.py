@@ -25,6 +25,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from components.files import fsync_dir, write_durably
+from host.errors import TopologyError
+from host.spark.shared_checkpoint import unshared_reason
 from host.spark.source_rows import SourceRow, row_values_text, source_rows
 from multilang.messages import Emit
 
@@ -158,7 +160,14 @@ def staged_task_ids(staged_root: str, txid: int) -> list[tuple[int, str]]:
 def read_rows(staged_root: str, txid: int, index: int, task: int) -> Iterator[SourceRow]:
     """Task `index`'s staged share of txid as the source's rows (host/spark/source_rows.py)."""
     path = os.path.join(staged_path(staged_root, txid), ROWS.format(index=index))
-    with open(path, encoding="utf-8") as f:
+    try:
+        f = open(path, encoding="utf-8")
+    except FileNotFoundError:  # staged before the txid was handed to Spark: not where we look
+        raise TopologyError(
+            f"txid {txid}: no staged rows of spout task {task} at {path}"
+            + unshared_reason(staged_root)
+        ) from None
+    with f:
         yield from source_rows(index, task, _staged_tuples(f))
 
 

@@ -23,6 +23,7 @@ from host.spark.shared_checkpoint import (
     unshared_reason,
     write_token,
 )
+from host.spark.staging import read_rows
 from host.topology.setting_checks import directory_path as local_directory
 from host.topology.setting_checks import path as path_check
 
@@ -134,3 +135,18 @@ def test_the_command_refuses_a_url_state_dir_naming_the_key(
     assert "key 'host.state.dir'" in result.output
     assert "must be a directory path, not a s3a:// URL" in result.output
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_staged_read_with_no_rows_says_when_the_token_is_missing(tmp_path: Path) -> None:
+    """A plain spout's staged share, read in an executor that does not see the checkpoint."""
+    staged = tmp_path / "checkpoint" / "staged"
+    staged.mkdir(parents=True)
+    with pytest.raises(TopologyError) as caught:
+        list(read_rows(str(staged), 3, 0, 5))
+    text = str(caught.value)
+    assert text.startswith("txid 3: no staged rows of spout task 5 at ")
+    assert "finds no driver's token (driver-token)" in text
+    write_token(str(tmp_path / "checkpoint"))  # the executor sees the checkpoint: only the fact
+    with pytest.raises(TopologyError) as caught:
+        list(read_rows(str(staged), 3, 0, 5))
+    assert "token" not in str(caught.value)
