@@ -10,8 +10,9 @@ plain file calls. Two ways to get that wrong, each caught before the query start
   and the first micro-batch would fail in an executor with no stored metadata, four tries and
   three query restarts later, with nothing saying why. The driver writes a fresh token into the
   checkpoint at every start, and one small Spark job reads it back in the executors
-  (`check_executors_see`); an executor's read that finds no stored metadata says whether it sees
-  the token (`unshared_reason`), which covers an executor that joined after the check.
+  (`check_executors_see`); an executor's read that finds no stored metadata or staged rows says
+  whether it sees the token (`unshared_reason`), which covers an executor that joined after the
+  check.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from host.errors import TopologyError
 
 TOKEN_FILE = "driver-token"  # <checkpoint>/driver-token: the running driver's token
 SHARED_DOC = "docs/spark.md §6.1"
-# the probe job's tasks per executor core: more tasks than cores spread the job over more of the
+# the check's tasks per executor core: more tasks than cores spread the job over more of the
 # executors that are up (Spark places tasks where cores are free; it promises no executor a task)
 TASKS_PER_CORE = 2
 CHECK_DESCRIPTION = "checking the executors see the checkpoint"  # the job's, in Spark's UI
@@ -76,7 +77,7 @@ def _look_in_partition(path: str, token: str, items: Iterable[Any]) -> Iterator[
 def unseen(
     sights: Iterable[tuple[str, int, str | None]], checkpoint: str
 ) -> UnsharedCheckpoint | None:
-    """The error for the probe's answers, or None when every task saw the token."""
+    """The error for the check's answers, or None when every task saw the token."""
     wrong = sorted({(host, problem) for host, _, problem in sights if problem is not None})
     if not wrong:
         return None
@@ -143,10 +144,11 @@ def check_executors_see(
 
 
 def unshared_reason(root: str) -> str:
-    """What to add to "no stored metadata in `root`" (a directory in the checkpoint) read in an
-    executor: that it sees no driver's token in `root` or any directory above it, when so. The
-    driver writes one into the checkpoint before the query starts, so that executor does not see
-    the driver's checkpoint (one that joined after `check_executors_see`). Empty when it does."""
+    """What to add to "no stored metadata (or staged rows) in `root`", a directory in the
+    checkpoint, read in an executor: that it sees no driver's token in `root` or any directory
+    above it, when so. The driver writes one into the checkpoint before the query starts, so that
+    executor does not see the driver's checkpoint (one that joined after `check_executors_see`).
+    Empty when it does."""
     directory = os.path.abspath(root)
     while True:
         token, _ = read_token(os.path.join(directory, TOKEN_FILE))

@@ -363,7 +363,9 @@ def test_a_stop_while_no_executor_has_come_up_ends_the_command(
     memory than the worker has): the command ends at once, cleanly, nothing committed. The
     check's job runs in a thread of its own for this: py4j's call would hold the main thread."""
     example = _example(tmp_path)
-    assert _granted_cores(cluster) == 0  # no other application holds the worker's cores
+    # no application of an earlier test holds the worker's cores any more (the master marks a
+    # finished application shortly after its driver ends)
+    _wait(lambda: _granted_cores(cluster) == 0, "the worker's cores free", [])
     ui = _free_port()
     conf = [c for c in _cluster_conf(cluster) if "executor.memory" not in c and ".ui." not in c]
     conf += ["-cspark.executor.memory=4g", "-cspark.ui.enabled=true", f"-cspark.ui.port={ui}"]
@@ -388,8 +390,7 @@ def test_a_stop_while_no_executor_has_come_up_ends_the_command(
             "the check's job",
             [driver],
         )
-        time.sleep(1.0)  # still waiting: no executor can start
-        assert driver.poll() is None and _granted_cores(cluster) == 0
+        assert driver.poll() is None and _granted_cores(cluster) == 0  # and no executor came
         driver.send_signal(signal.SIGTERM)
         returncode = driver.wait(timeout=60)
     finally:
