@@ -59,13 +59,9 @@ from host.spark.plan import (
     Plan,
     Stage,
 )
+from host.spark.quiet_stop import QUIET_AT_START, stop_query_quietly
 from host.spark.session_settings import MASTER_KEY, check_pyspark, spark_settings
-from host.spark.shared_checkpoint import (
-    UnsharedCheckpoint,
-    check_executors_see,
-    probes_executors,
-    write_token,
-)
+from host.spark.shared_checkpoint import check_executors_see, probes_executors, write_token
 from host.spark.shipping import Packed, pack_directories, ships
 from host.spark.source import (
     SOURCE_NAME,
@@ -90,33 +86,10 @@ log = logging.getLogger("host.spark")
 STATE_SUBDIR = "batches"  # <checkpoint>/batches: the transactional state (host local's layout)
 QUERY_SUBDIR = "query"  # <checkpoint>/query: Spark's own checkpoint of the query
 POLL_SECS = 0.2
-STREAMING = "org.apache.spark.sql.execution.streaming.runtime."
-# "falling behind" each time a micro-batch outlasts the trigger interval: no action to take
-QUIET_AT_START = {STREAMING + "ProcessingTimeExecutor": "ERROR"}
-# the query's end by our own StopRequested is logged as an error with a traceback: it is not one
-QUIET_AT_STOP = {STREAMING + "MicroBatchExecution": "OFF", STREAMING + "StreamExecution": "OFF"}
 
 
 class EngineFailed(HostError):
     """The query failed more times in a row than the engine restarts it."""
-
-
-class StopRequested(Exception):
-    """Raised in `foreachBatch` when a stop was asked for: the micro-batch is not recorded as
-    done by Spark, so it runs again (same txid, next attempt) when the query starts again."""
-
-
-# py4j's Python side logs what a `foreachBatch` call raised, traceback and all, as an ERROR;
-# StopRequested is no error (seen under spark-submit, whose logging shows py4j's records)
-PY4J_LOGGER = "py4j.clientserver"
-
-
-class _QuietStopFilter(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not (record.exc_info and isinstance(record.exc_info[1], StopRequested))
-
-
-_QUIET_STOP = _QuietStopFilter()
 
 
 # ---- what runs on Spark ----------------------------------------------------------------------------
@@ -296,8 +269,16 @@ class SparkEngine:
         try:
             for p in packed:
                 spark.sparkContext.addArchive(p.archive)
-            if probes_executors(self.settings[MASTER_KEY]):
-                self._check_executors_see_checkpoint(spark.sparkContext)
+            if probes_executors(self.settings[MASTER_KEY]):  # docs/spark.md §6.1
+                check_executors_see(
+                    spark.sparkContext,
+                    self.checkpoint,
+                    self.token,
+                    self.job_group,
+                    lambda: self.stopping,
+                    POLL_SECS,
+                    self.echo,
+                )
                 if self.stopping:
                     return
             if self.spark_input is not None:
@@ -316,33 +297,6 @@ class SparkEngine:
             self._close_processes()
             if own_session:
                 bounded(spark.stop, STOP_WAIT_SECS, "stopping Spark", self.echo)
-
-    def _check_executors_see_checkpoint(self, sc: Any) -> None:
-        """Before the query: the executors see this run's token in the checkpoint, as they must
-        to read and write the batches' state there (docs/spark.md §6.1); UnsharedCheckpoint
-        (exit 2) if not, EngineFailed if the executors could not run the check at all."""
-        started = time.monotonic()
-        try:
-            sights = check_executors_see(
-                sc, self.checkpoint, self.token, self.job_group, lambda: self.stopping, POLL_SECS
-            )
-        except UnsharedCheckpoint:
-            raise
-        except Exception as exc:  # a Spark job that failed: the executors' environment
-            raise EngineFailed(
-                f"the executors could not run the check that they see the checkpoint "
-                f"{self.checkpoint}: {first_line(exc)}"
-            ) from None
-        if self.stopping:
-            sc.cancelJobGroup(self.job_group)
-            return
-        processes = {(host, pid) for host, pid, _ in sights}
-        hosts = {host for host, _ in processes}
-        self.echo(
-            f"the executors see the checkpoint: {len(sights)} tasks in {len(processes)} Python "
-            f"worker(s) on {len(hosts)} host(s) read the driver's token "
-            f"({time.monotonic() - started:.2f}s)"
-        )
 
     def _pack_directories(self) -> list[Packed]:
         """The component directories as archives for the executors, when they are shipped
@@ -423,7 +377,7 @@ class SparkEngine:
     # -- one micro-batch -------------------------------------------------------------------------
     def _foreach_batch(self, df: Any, batch_id: int) -> None:
         if self.stopping:
-            self._stop_query_quietly()
+            stop_query_quietly(self.spark)
         started = time.monotonic()
         store = BatchStore(self.state_root)  # fresh: executors write task metadata under it
         currtx = store.currtx()
@@ -488,7 +442,7 @@ class SparkEngine:
         finally:
             run.unpersist()
         if self.stopping:
-            self._stop_query_quietly()
+            stop_query_quietly(self.spark)
 
     def _idle_batch(self, df: Any, batch_id: int, currtx: int) -> None:
         """An idle micro-batch (host/spark/idle_batches.py, staging.py `request_idle`): no txid,
@@ -507,12 +461,6 @@ class SparkEngine:
         """What stopped the stager of the plain spouts and the batch spouts beside them (a
         batch spout that numbers its own batches, a staging it cannot recover), or None."""
         return None if self.staged is None else self.staged.failure
-
-    def _stop_query_quietly(self) -> None:
-        """End the query from inside `foreachBatch` without Spark recording the micro-batch."""
-        set_log_levels(self.spark, QUIET_AT_STOP)
-        logging.getLogger(PY4J_LOGGER).addFilter(_QUIET_STOP)  # once: a filter is added once
-        raise StopRequested("the engine is stopping")
 
     def _spout_processes(self, spout: Stage, committed_txid: int) -> list[BatchSpoutProcess]:
         """The driver's own process per task of batch spout `spout`, for `batch_commit`."""

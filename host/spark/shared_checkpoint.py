@@ -20,13 +20,15 @@ from __future__ import annotations
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import Any
 
 from components.files import write_atomically
-from host.errors import TopologyError
+from host.errors import HostError, TopologyError
+from host.spark.spark_calls import first_line
 
 TOKEN_FILE = "driver-token"  # <checkpoint>/driver-token: the running driver's token
 SHARED_DOC = "docs/spark.md §6.1"
@@ -39,6 +41,10 @@ CHECK_DESCRIPTION = "checking the executors see the checkpoint"  # the job's, in
 class UnsharedCheckpoint(TopologyError):
     """The executors do not see the checkpoint the driver writes; the message says where. A
     TopologyError: the command's usage is wrong (exit 2), and no micro-batch has run."""
+
+
+class CheckFailed(HostError):
+    """The executors could not run the check at all (exit 1)."""
 
 
 def write_token(checkpoint: str) -> str:
@@ -107,12 +113,46 @@ def check_executors_see(
     job_group: str,
     stopping: Callable[[], bool],
     poll_secs: float,
-) -> list[tuple[str, int, str | None]]:
-    """Read `token` (written by `write_token`) in the executors, in one job of TASKS_PER_CORE
-    tasks per core, in `job_group`: each task's (host, pid, None). Raises UnsharedCheckpoint
-    when a task did not see it. Returns early with none, the job left to the caller to cancel
-    (by its group), once `stopping()`: a SIGTERM while no executor has come up yet must still
-    end the command."""
+    echo: Callable[[str], None],
+) -> None:
+    """Read `token` (written by `write_token`) back in the executors, in one job of
+    TASKS_PER_CORE tasks per core in `job_group`, and say so through `echo`. Raises
+    UnsharedCheckpoint (exit 2) when a task did not see it, CheckFailed (exit 1) when the job
+    itself failed (the executors' environment: no `host` to import, say). Once `stopping()`,
+    cancels the job and returns: a SIGTERM while no executor has come up yet must still end
+    the command."""
+    started = time.monotonic()
+    try:
+        sights = _read_back(sc, checkpoint, token, job_group, stopping, poll_secs)
+    except Exception as exc:
+        raise CheckFailed(
+            f"the executors could not run the check that they see the checkpoint {checkpoint}: "
+            f"{first_line(exc)}"
+        ) from None
+    if sights is None:
+        sc.cancelJobGroup(job_group)
+        return
+    error = unseen(sights, checkpoint)
+    if error is not None:
+        raise error
+    processes = {(host, pid) for host, pid, _ in sights}
+    hosts = {host for host, _ in processes}
+    echo(
+        f"the executors see the checkpoint: {len(sights)} tasks in {len(processes)} Python "
+        f"worker(s) on {len(hosts)} host(s) read the driver's token "
+        f"({time.monotonic() - started:.2f}s)"
+    )
+
+
+def _read_back(
+    sc: Any,
+    checkpoint: str,
+    token: str,
+    job_group: str,
+    stopping: Callable[[], bool],
+    poll_secs: float,
+) -> list[tuple[str, int, str | None]] | None:
+    """Each task's sight of the token, or None once `stopping()` (the job still running)."""
     path = os.path.join(checkpoint, TOKEN_FILE)
     tasks = max(2, int(sc.defaultParallelism)) * TASKS_PER_CORE
     answers: list[Any] = []
@@ -133,13 +173,10 @@ def check_executors_see(
     thread.start()
     while thread.is_alive():
         if stopping():
-            return []
+            return None
         thread.join(poll_secs)
     if failure:
         raise failure[0]
-    error = unseen(answers, checkpoint)
-    if error is not None:
-        raise error
     return answers
 
 
