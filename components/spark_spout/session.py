@@ -19,6 +19,8 @@ import tempfile
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .python_workers import driver_python_problem, set_workers_python
+
 if TYPE_CHECKING:  # pyspark is imported when a session starts: it is slow to import
     from pyspark.sql import SparkSession
 
@@ -96,9 +98,11 @@ def start_session(
 ) -> SparkSession:
     """A SparkSession with `spark_conf` applied (see the module docstring)."""
     ensure_java_home()
-    # executors in local mode run Python workers with this interpreter (the one with our venv)
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    problem = driver_python_problem(spark_conf, os.environ)
+    if problem is not None:
+        raise ValueError(problem)
+    # spark.pyspark.python as spark-submit passes it on (components/spark_spout/python_workers.py)
+    set_workers_python(spark_conf, os.environ)
     from pyspark.sql import SparkSession
 
     log4j_file = _log4j_file(log_level)

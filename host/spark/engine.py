@@ -60,7 +60,12 @@ from host.spark.plan import (
     Stage,
 )
 from host.spark.quiet_stop import QUIET_AT_START, stop_query_quietly
-from host.spark.session_settings import MASTER_KEY, check_pyspark, spark_settings
+from host.spark.session_settings import (
+    MASTER_KEY,
+    check_driver_python,
+    check_pyspark,
+    spark_settings,
+)
 from host.spark.shared_checkpoint import check_executors_see, probes_executors, write_token
 from host.spark.shipping import Packed, pack_directories, ships
 from host.spark.source import (
@@ -146,6 +151,7 @@ class SparkEngine:
         self.states = BatchStates(self.state_root, self.batch_spouts)
         self.query_dir = os.path.join(self.checkpoint, QUERY_SUBDIR)
         self.settings = spark_settings(plan, master)
+        check_driver_python(self.settings)
         self.trigger_secs = trigger_secs
         self.max_batches = max_batches
         self.max_restarts = max_restarts

@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
-from host.errors import HostError
+import os
+
+from components.spark_spout.python_workers import driver_python_problem
+from host.errors import HostError, TopologyError
 from host.spark.plan import Plan
 
 DEFAULT_MASTER = "local[*]"
@@ -26,6 +29,14 @@ def spark_settings(plan: Plan, master: str | None) -> dict[str, str]:
     )
     out[MASTER_KEY] = master or out.get(MASTER_KEY) or DEFAULT_MASTER
     return out
+
+
+def check_driver_python(settings: dict[str, str]) -> None:
+    """Refuse, before anything starts, an interpreter for the Python workers that the driver
+    cannot run itself (components/spark_spout/python_workers.py, docs/spark.md §6.2)."""
+    problem = driver_python_problem(settings, os.environ)
+    if problem is not None:
+        raise TopologyError(problem)
 
 
 def check_pyspark() -> None:

@@ -125,9 +125,15 @@ def check_executors_see(
     try:
         sights = _read_back(sc, checkpoint, token, job_group, stopping, poll_secs)
     except Exception as exc:
+        line = first_line(exc)
+        if "ModuleNotFoundError" in line:  # their interpreter lacks the project, most likely
+            line += (
+                f" (the executors' Python workers run {sc.pythonExec}, which must have this "
+                f"project installed: docs/spark.md §6.2)"
+            )
         raise CheckFailed(
             f"the executors could not run the check that they see the checkpoint {checkpoint}: "
-            f"{first_line(exc)}"
+            f"{line}"
         ) from None
     if sights is None:
         sc.cancelJobGroup(job_group)

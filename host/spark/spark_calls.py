@@ -45,11 +45,23 @@ def set_log_levels(spark: Any, levels: dict[str, str]) -> None:
 _OUR_ERROR = re.compile(r"\b(ComponentFailed|TopologyError|RoutingError): ")
 
 
+_TRACEBACK = "Traceback (most recent call last):"
+
+
 def first_line(error: BaseException) -> str:
     """What a Spark error says went wrong, in one line: one of our errors when its text carries
-    one (a Python worker's traceback), else its first line."""
+    one (a Python worker's traceback), else the exception that ends the last Python traceback in
+    it (Spark's own first line, "An exception was thrown from the Python worker:", says only
+    where), else its first line."""
     text = str(error).strip()
-    for line in text.splitlines():
+    lines = text.splitlines()
+    for line in lines:
         if _OUR_ERROR.search(line):
             return line.strip()[:1000]
-    return (text.splitlines() or [type(error).__name__])[0][:1000]
+    if _TRACEBACK in text:
+        frames = text.rsplit(_TRACEBACK, 1)[1].splitlines()[1:]
+        # the frames are indented; the first line that is not ends the traceback
+        ending = next((f for f in frames if f.strip() and not f[:1].isspace()), None)
+        if ending is not None:
+            return ending.strip()[:1000]
+    return (lines or [type(error).__name__])[0][:1000]

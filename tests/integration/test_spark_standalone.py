@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import socket
 import subprocess
 import sys
+import tarfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -337,6 +339,117 @@ def test_a_checkpoint_the_executors_cannot_see_is_refused_before_a_micro_batch(
     ) in out, out[-OUTPUT_TAIL:]
     assert (checkpoint / "driver-token").is_file()  # the driver's side of it
     assert "committed" not in out and "Traceback" not in out, out[-OUTPUT_TAIL:]
+    assert not (checkpoint / "query" / "offsets").exists()  # the query never started
+    assert not (example / "counts.db").exists()
+
+
+def _conf_with_python(cluster: dict[str, Any], python: str, *more: str) -> list[str]:
+    """_cluster_conf with `spark.pyspark.python` naming `python` instead."""
+    conf = [c for c in _cluster_conf(cluster) if not c.startswith("-cspark.pyspark.python=")]
+    return [*conf, f"-cspark.pyspark.python={python}", *more]
+
+
+def _packed_environment(tmp_path: Path) -> tuple[Path, Path]:
+    """A stand-in for a packed environment (conda-pack's): an archive whose `bin/python` records
+    where it runs ("<working directory> <its arguments>", one line each time, in the returned
+    log) and then runs this interpreter."""
+    log = tmp_path / "env-python.log"
+    source = tmp_path / "env-source" / "bin"
+    source.mkdir(parents=True)
+    python = source / "python"
+    python.write_text(
+        f'#!/bin/sh\necho "$(pwd) $*" >> {shlex.quote(str(log))}\n'
+        f'exec {shlex.quote(sys.executable)} "$@"\n'
+    )
+    python.chmod(0o755)
+    archive = tmp_path / "env.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(source, arcname="bin")
+    return archive, log
+
+
+def test_the_executors_run_the_environment_spark_archives_ships(
+    cluster: dict[str, Any], tmp_path: Path
+) -> None:
+    """§6.3's standalone recipe with a packed environment: `-c spark.archives=env.tar.gz#env -c
+    spark.pyspark.python=./env/bin/python` through `python -m host spark` (the engine sets
+    PYSPARK_PYTHON from the conf, as spark-submit does). The executors run their Python workers
+    with the archive's interpreter, in their unpacked copy; so does the driver (Spark plans the
+    Python data sources in the driver with the same path), from its own directory, where the user
+    unpacked the archive too (§6.2)."""
+    example = _example(tmp_path)
+    archive, log = _packed_environment(tmp_path)
+    driver_dir = tmp_path / "driver"
+    (driver_dir / "env").mkdir(parents=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(driver_dir / "env", filter="data")
+    before = _app_ids(cluster)
+    conf = _conf_with_python(cluster, "./env/bin/python", f"-cspark.archives={archive}#env")
+    out = run_ok(
+        [sys.executable, "-m", "host", "spark", str(example / "topology.yaml")]
+        + ["--master", cluster["url"], "--checkpoint", str(tmp_path / "checkpoint")]
+        + ["--trigger", "0.5", "--max-batches", str(BATCHES), *conf],
+        WAIT_SECS * 2,
+        cwd=driver_dir,
+    )
+    _check_run(cluster, example, out, before)
+    (app_id,) = _app_ids(cluster) - before
+    runs = [line.split(" ", 1) for line in log.read_text().splitlines()]
+    where = {Path(cwd) for cwd, _ in runs}
+    executors = {w for w in where if w.parent == cluster["work"] / app_id}  # <app>/<executor>
+    assert executors, runs[:20]
+    for w in executors:  # each ran the archive's copy, unpacked in its own directory
+        assert (w / "env" / "bin" / "python").read_text() == (
+            tmp_path / "env-source" / "bin" / "python"
+        ).read_text()
+    assert any(
+        cwd == str(executor) and "pyspark.daemon" in args
+        for cwd, args in runs
+        for executor in executors
+    ), runs[:20]
+    # and the driver's planning of the data sources, from the driver's directory
+    assert any(cwd == str(driver_dir) and "plan_data_source_read" in args for cwd, args in runs), (
+        runs[:20]
+    )
+
+
+def test_executors_whose_python_lacks_the_project_fail_the_first_job_clearly(
+    cluster: dict[str, Any], tmp_path: Path
+) -> None:
+    """spark.pyspark.python naming an interpreter without this project (a bare venv, as an
+    executor host with Python and nothing installed): the executors' first job, the checkpoint
+    check, cannot unpickle its function; the command says so in one line and exits 1 before the
+    query starts (host/spark/shared_checkpoint.py CheckFailed). Before the engine passed the
+    conf on, the executors ran the driver's interpreter and this went unnoticed."""
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    python = bare / "bin" / "python"
+    probe = subprocess.run(
+        [str(python), "-c", "import host"], cwd=bare, capture_output=True, text=True
+    )
+    assert probe.returncode != 0 and "No module named 'host'" in probe.stderr  # the precondition
+    example = _example(tmp_path)
+    checkpoint = tmp_path / "checkpoint"
+    result = subprocess.run(
+        [sys.executable, "-m", "host", "spark", str(example / "topology.yaml")]
+        + ["--master", cluster["url"], "--checkpoint", str(checkpoint)]
+        + ["--trigger", "0.5", "--max-batches", str(BATCHES)]
+        + _conf_with_python(cluster, str(python)),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=WAIT_SECS * 2,
+    )
+    out = result.stdout + result.stderr
+    assert result.returncode == 1, out[-OUTPUT_TAIL:]
+    errors = [line for line in out.splitlines() if line.startswith("error: ")]
+    assert errors == [
+        f"error: the executors could not run the check that they see the checkpoint "
+        f"{checkpoint}: ModuleNotFoundError: No module named 'host' (the executors' Python "
+        f"workers run {python}, which must have this project installed: docs/spark.md §6.2)"
+    ], out[-OUTPUT_TAIL:]
+    # (Spark's own warnings above it show each try's traceback, as Spark logs them)
+    assert "committed" not in out, out[-OUTPUT_TAIL:]
     assert not (checkpoint / "query" / "offsets").exists()  # the query never started
     assert not (example / "counts.db").exists()
 

@@ -71,10 +71,10 @@ def host_local_command(topology: Path, state: Path) -> list[str]:
     return [sys.executable, "-m", "host", "local", str(topology), "--state-dir", str(state)]
 
 
-def run_ok(cmd: list[str], timeout: float) -> str:
-    """Runs `cmd` in ROOT to its end (at most `timeout` seconds), asserts that it exited 0 (the
+def run_ok(cmd: list[str], timeout: float, cwd: Path = ROOT) -> str:
+    """Runs `cmd` in `cwd` to its end (at most `timeout` seconds), asserts that it exited 0 (the
     message: the end of its output); returns its stdout followed by its stderr."""
-    result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    result = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     out = result.stdout + result.stderr
     assert result.returncode == 0, out[-OUTPUT_TAIL:]
     return out
