@@ -13,8 +13,8 @@ started with the data source's `pythonExec`, which is the SparkContext's), and i
 task's worker is the driver's. A relative path such as `./env/bin/python` (an environment shipped
 with `spark.archives`, unpacked in each executor's working directory) resolves in the driver's
 working directory, where Spark does not unpack the archive (it goes under SparkFiles' root): the
-driver must have it there too. `driver_cannot_run` says so before a session starts instead of
-leaving it to the first Python worker's "Cannot run program" (docs/spark.md §6.2).
+driver must have it there too. `driver_python_problem` says so before a session starts,
+instead of leaving it to the first Python worker's "Cannot run program" (docs/spark.md §6.2).
 """
 
 from __future__ import annotations
