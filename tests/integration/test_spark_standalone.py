@@ -247,14 +247,36 @@ def _example(parent: Path) -> Path:
     return example
 
 
-def _host_spark(cluster: dict[str, Any], example: Path, checkpoint: Path) -> str:
-    """§6.3's first recipe: `python -m host spark … --master spark://…`; its output."""
-    return run_ok(
+def _host_spark_command(
+    cluster: dict[str, Any], example: Path, checkpoint: Path, conf: list[str] | None = None
+) -> list[str]:
+    """§6.3's first recipe: `python -m host spark … --master spark://…`, for BATCHES
+    micro-batches, with `conf` (else _cluster_conf)."""
+    return (
         [sys.executable, "-m", "host", "spark", str(example / "topology.yaml")]
         + ["--master", cluster["url"], "--checkpoint", str(checkpoint)]
-        + ["--trigger", "0.5", "--max-batches", str(BATCHES), *_cluster_conf(cluster)],
-        WAIT_SECS * 2,
+        + ["--trigger", "0.5", "--max-batches", str(BATCHES)]
+        + (_cluster_conf(cluster) if conf is None else conf)
     )
+
+
+def _host_spark(cluster: dict[str, Any], example: Path, checkpoint: Path) -> str:
+    """_host_spark_command run to its end, exit 0; its output."""
+    return run_ok(_host_spark_command(cluster, example, checkpoint), WAIT_SECS * 2)
+
+
+def _host_spark_fails(
+    cluster: dict[str, Any], example: Path, checkpoint: Path, conf: list[str] | None = None
+) -> tuple[int, str]:
+    """_host_spark_command run to its end: its exit status and its output."""
+    result = subprocess.run(
+        _host_spark_command(cluster, example, checkpoint, conf),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=WAIT_SECS * 2,
+    )
+    return result.returncode, result.stdout + result.stderr
 
 
 def test_host_spark_with_a_standalone_master(cluster: dict[str, Any], tmp_path: Path) -> None:
@@ -321,17 +343,8 @@ def test_a_checkpoint_the_executors_cannot_see_is_refused_before_a_micro_batch(
     checkpoint = cluster["hidden"] / "unseen-checkpoint"
     worker_view = Path(f"/proc/{cluster['worker']}/root") / cluster["hidden"].relative_to("/")
     assert not any(worker_view.iterdir())  # the worker's view of its parent: empty
-    result = subprocess.run(
-        [sys.executable, "-m", "host", "spark", str(example / "topology.yaml")]
-        + ["--master", cluster["url"], "--checkpoint", str(checkpoint)]
-        + ["--trigger", "0.5", "--max-batches", str(BATCHES), *_cluster_conf(cluster)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=WAIT_SECS * 2,
-    )
-    out = result.stdout + result.stderr
-    assert result.returncode == 2, out[-OUTPUT_TAIL:]
+    returncode, out = _host_spark_fails(cluster, example, checkpoint)
+    assert returncode == 2, out[-OUTPUT_TAIL:]
     assert (
         f"error: the executors do not see the checkpoint {checkpoint} as the driver does: the "
         f"token the driver wrote to {checkpoint / 'driver-token'} is not there for them (on "
@@ -385,13 +398,8 @@ def test_the_executors_run_the_environment_spark_archives_ships(
         tar.extractall(driver_dir / "env", filter="data")
     before = _app_ids(cluster)
     conf = _conf_with_python(cluster, "./env/bin/python", f"-cspark.archives={archive}#env")
-    out = run_ok(
-        [sys.executable, "-m", "host", "spark", str(example / "topology.yaml")]
-        + ["--master", cluster["url"], "--checkpoint", str(tmp_path / "checkpoint")]
-        + ["--trigger", "0.5", "--max-batches", str(BATCHES), *conf],
-        WAIT_SECS * 2,
-        cwd=driver_dir,
-    )
+    command = _host_spark_command(cluster, example, tmp_path / "checkpoint", conf)
+    out = run_ok(command, WAIT_SECS * 2, cwd=driver_dir)
     _check_run(cluster, example, out, before)
     (app_id,) = _app_ids(cluster) - before
     runs = [line.split(" ", 1) for line in log.read_text().splitlines()]
@@ -430,18 +438,9 @@ def test_executors_whose_python_lacks_the_project_fail_the_first_job_clearly(
     assert probe.returncode != 0 and "No module named 'host'" in probe.stderr  # the precondition
     example = _example(tmp_path)
     checkpoint = tmp_path / "checkpoint"
-    result = subprocess.run(
-        [sys.executable, "-m", "host", "spark", str(example / "topology.yaml")]
-        + ["--master", cluster["url"], "--checkpoint", str(checkpoint)]
-        + ["--trigger", "0.5", "--max-batches", str(BATCHES)]
-        + _conf_with_python(cluster, str(python)),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=WAIT_SECS * 2,
-    )
-    out = result.stdout + result.stderr
-    assert result.returncode == 1, out[-OUTPUT_TAIL:]
+    conf = _conf_with_python(cluster, str(python))
+    returncode, out = _host_spark_fails(cluster, example, checkpoint, conf)
+    assert returncode == 1, out[-OUTPUT_TAIL:]
     errors = [line for line in out.splitlines() if line.startswith("error: ")]
     assert errors == [
         f"error: the executors could not run the check that they see the checkpoint "
