@@ -14,7 +14,9 @@ task's worker is the driver's. A relative path such as `./env/bin/python` (an en
 with `spark.archives`, unpacked in each executor's working directory) resolves in the driver's
 working directory, where Spark does not unpack the archive (it goes under SparkFiles' root): the
 driver must have it there too. `driver_python_problem` says so before a session starts,
-instead of leaving it to the first Python worker's "Cannot run program" (docs/spark.md §6.2).
+instead of leaving it to the first Python worker's "Cannot run program" (docs/spark.md §6.2): always for
+the Spark engine, whose sources are Python data sources; for the Spark spout, whose job may use
+no Python on a cluster, in local mode only.
 """
 
 from __future__ import annotations
@@ -43,6 +45,12 @@ def set_workers_python(spark_conf: Mapping[str, str], environ: MutableMapping[st
     environ[PYTHON_ENV] = python
     environ.setdefault(DRIVER_PYTHON_ENV, sys.executable)
     return python
+
+
+def all_in_driver(master: str) -> bool:
+    """Whether every Python worker of `master` runs in the driver's JVM: `local` and
+    `local[…]` (`local-cluster[…]` has executor JVMs, in directories of their own)."""
+    return master == "local" or master.startswith("local[")
 
 
 def driver_cannot_run(python: str, cwd: str, path: str | None) -> str | None:

@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .python_workers import driver_python_problem, set_workers_python
+from .python_workers import all_in_driver, driver_python_problem, set_workers_python
 
 if TYPE_CHECKING:  # pyspark is imported when a session starts: it is slow to import
     from pyspark.sql import SparkSession
@@ -98,8 +98,9 @@ def start_session(
 ) -> SparkSession:
     """A SparkSession with `spark_conf` applied (see the module docstring)."""
     ensure_java_home()
-    problem = driver_python_problem(spark_conf, os.environ)
-    if problem is not None:
+    master = {**DEFAULTS, **spark_conf}["spark.master"]
+    problem = driver_python_problem(spark_conf, os.environ) if all_in_driver(master) else None
+    if problem is not None:  # (the engine checks it with any master: host/spark/session_settings)
         raise ValueError(problem)
     # spark.pyspark.python as spark-submit passes it on (components/spark_spout/python_workers.py)
     set_workers_python(spark_conf, os.environ)

@@ -27,6 +27,7 @@ from functools import partial
 from typing import Any
 
 from components.files import write_atomically
+from components.spark_spout.python_workers import all_in_driver
 from host.errors import HostError, TopologyError
 from host.spark.spark_calls import first_line
 
@@ -103,7 +104,7 @@ def probes_executors(master: str) -> bool:
     """Whether `check_executors_see` runs for `master`: any but `local` and `local[…]`, whose
     one JVM is the driver's. (`local-cluster[…]`'s executors share this host's paths, and its
     runs prove that the check passes there.)"""
-    return not (master == "local" or master.startswith("local["))
+    return not all_in_driver(master)
 
 
 def check_executors_see(

@@ -6,6 +6,7 @@ tests/integration/test_spark_standalone.py."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -16,11 +17,13 @@ from components.spark_spout.python_workers import (
     DRIVER_PYTHON_ENV,
     PYTHON_ENV,
     PYTHON_KEY,
+    all_in_driver,
     driver_cannot_run,
     driver_python_problem,
     set_workers_python,
     workers_python,
 )
+from components.spark_spout.session import start_session
 from host.spark.command import spark as spark_command
 
 WORDCOUNT = Path(__file__).resolve().parents[2] / "examples/transactional/wordcount-sqlite"
@@ -114,3 +117,20 @@ def test_the_command_refuses_it_before_anything_starts(
         result.output
     )
     assert list(tmp_path.iterdir()) == []
+
+
+def test_only_local_masters_run_every_python_worker_in_the_driver() -> None:
+    assert all_in_driver("local") and all_in_driver("local[*]") and all_in_driver("local[2, 3]")
+    assert not all_in_driver("local-cluster[2,1,1024]")
+    assert not all_in_driver("spark://m:7077") and not all_in_driver("yarn")
+
+
+def test_the_spark_spouts_local_session_refuses_it_before_spark_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In local mode every Python worker is the driver's (the Spark spout's default master)."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError) as caught:
+        start_session({PYTHON_KEY: "./env/bin/python"}, "test")
+    assert str(caught.value).startswith("spark.pyspark.python './env/bin/python': no such file")
+    assert os.environ.get(PYTHON_ENV) != "./env/bin/python"  # nothing was set
