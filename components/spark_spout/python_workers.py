@@ -14,9 +14,9 @@ task's worker is the driver's. A relative path such as `./env/bin/python` (an en
 with `spark.archives`, unpacked in each executor's working directory) resolves in the driver's
 working directory, where Spark does not unpack the archive (it goes under SparkFiles' root): the
 driver must have it there too. `driver_python_problem` says so before a session starts,
-instead of leaving it to the first Python worker's "Cannot run program" (docs/spark.md §6.2): always for
-the Spark engine, whose sources are Python data sources; for the Spark spout, whose job may use
-no Python on a cluster, in local mode only.
+instead of leaving it to the first Python worker's "Cannot run program" (docs/spark.md §6.2):
+always for the Spark engine, whose sources are Python data sources; for the Spark spout, whose
+job may use no Python in the driver on a cluster, in local mode only.
 """
 
 from __future__ import annotations
