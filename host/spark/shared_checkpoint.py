@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import socket
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -29,7 +28,7 @@ from typing import Any
 from components.files import write_atomically
 from components.spark_spout.python_workers import all_in_driver
 from host.errors import HostError, TopologyError
-from host.spark.spark_calls import first_line
+from host.spark.spark_calls import first_line, until_stopped
 
 TOKEN_FILE = "driver-token"  # <checkpoint>/driver-token: the running driver's token
 SHARED_DOC = "docs/spark.md §6.1"
@@ -123,8 +122,18 @@ def check_executors_see(
     cancels the job and returns: a SIGTERM while no executor has come up yet must still end
     the command."""
     started = time.monotonic()
+    path = os.path.join(checkpoint, TOKEN_FILE)
+    tasks = max(2, int(sc.defaultParallelism)) * TASKS_PER_CORE
+
+    def read_back() -> list[tuple[str, int, str | None]]:
+        """Each task's sight of the token."""
+        # a job group is the thread's (PySpark's pinned threads): set in the job's own
+        sc.setJobGroup(job_group, CHECK_DESCRIPTION, interruptOnCancel=True)
+        rdd = sc.parallelize(range(tasks), tasks)
+        return rdd.mapPartitions(partial(_look_in_partition, path, token)).collect()
+
     try:
-        sights = _read_back(sc, checkpoint, token, job_group, stopping, poll_secs)
+        sights = until_stopped(read_back, "checkpoint check", stopping, poll_secs)
     except Exception as exc:
         line = first_line(exc)
         if "ModuleNotFoundError" in line:  # their interpreter lacks the project, most likely
@@ -149,42 +158,6 @@ def check_executors_see(
         f"worker(s) on {len(hosts)} host(s) read the driver's token "
         f"({time.monotonic() - started:.2f}s)"
     )
-
-
-def _read_back(
-    sc: Any,
-    checkpoint: str,
-    token: str,
-    job_group: str,
-    stopping: Callable[[], bool],
-    poll_secs: float,
-) -> list[tuple[str, int, str | None]] | None:
-    """Each task's sight of the token, or None once `stopping()` (the job still running)."""
-    path = os.path.join(checkpoint, TOKEN_FILE)
-    tasks = max(2, int(sc.defaultParallelism)) * TASKS_PER_CORE
-    answers: list[Any] = []
-    failure: list[BaseException] = []
-
-    def collect() -> None:
-        try:
-            # a job group is the thread's (PySpark's pinned threads): set in the job's own
-            sc.setJobGroup(job_group, CHECK_DESCRIPTION, interruptOnCancel=True)
-            rdd = sc.parallelize(range(tasks), tasks)
-            answers.extend(rdd.mapPartitions(partial(_look_in_partition, path, token)).collect())
-        except BaseException as exc:  # raised again in the caller's thread below
-            failure.append(exc)
-
-    # in a thread of its own: py4j's call blocks the thread that makes it, and the caller's
-    # must see a stop meanwhile
-    thread = threading.Thread(target=collect, name="checkpoint check", daemon=True)
-    thread.start()
-    while thread.is_alive():
-        if stopping():
-            return None
-        thread.join(poll_secs)
-    if failure:
-        raise failure[0]
-    return answers
 
 
 def unshared_reason(root: str) -> str:

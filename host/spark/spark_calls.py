@@ -7,7 +7,27 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class _CallThread(threading.Thread, Generic[T]):
+    """`call()` in a daemon thread (a call into Spark's JVM through py4j blocks the thread that
+    makes it; a daemon one does not keep the command from ending), keeping its result or what it
+    raised for the thread that waits."""
+
+    def __init__(self, call: Callable[[], T], name: str) -> None:
+        super().__init__(name=name, daemon=True)
+        self.call = call
+        self.result: T | None = None
+        self.failure: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.result = self.call()
+        except BaseException as exc:  # the waiting thread reports or raises it
+            self.failure = exc
 
 
 def bounded(
@@ -15,21 +35,30 @@ def bounded(
 ) -> None:
     """Call `call` in a daemon thread and wait for it at most `secs`: a call into Spark that
     hangs must not keep the command from ending (its JVM exits with this process)."""
-    failure: list[BaseException] = []
-
-    def target() -> None:
-        try:
-            call()
-        except BaseException as exc:  # reported below; the stop goes on either way
-            failure.append(exc)
-
-    thread = threading.Thread(target=target, name=what, daemon=True)
+    thread = _CallThread(call, what)
     thread.start()
     thread.join(secs)
     if thread.is_alive():
         echo(f"{what} did not end within {secs:g}s: going on without it")
-    elif failure:
-        echo(f"{what} failed: {first_line(failure[0])}")
+    elif thread.failure is not None:
+        echo(f"{what} failed: {first_line(thread.failure)}")
+
+
+def until_stopped(
+    call: Callable[[], T], what: str, stopping: Callable[[], bool], poll_secs: float
+) -> T | None:
+    """`call()`'s result, made in a daemon thread while this one looks at `stopping()` every
+    `poll_secs`; None, the call left running, once `stopping()` (a SIGTERM must end the command
+    while a job waits for executors that never come). What the call raised is raised here."""
+    thread: _CallThread[T] = _CallThread(call, what)
+    thread.start()
+    while thread.is_alive():
+        if stopping():
+            return None
+        thread.join(poll_secs)
+    if thread.failure is not None:
+        raise thread.failure
+    return thread.result
 
 
 def set_log_levels(spark: Any, levels: dict[str, str]) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.support.spark_runs import expected_counts, stored_counts
+from tests.support.spark_runs import expected_counts, stored_counts, wordcount_copy
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "transactional"
@@ -51,8 +51,12 @@ def stop(proc: subprocess.Popen[str]) -> str:
 @pytest.mark.parametrize("variant", ["topology.yaml", "topology-node.yaml", "topology-bash.yaml"])
 def test_global_count_counts_every_number_once(tmp_path: Path, variant: str) -> None:
     example = tmp_path / "global-count"
-    shutil.copytree(EXAMPLES / "global-count", example)
+    # without the output a run in the example's own directory leaves (git-ignored there)
+    shutil.copytree(
+        EXAMPLES / "global-count", example, ignore=shutil.ignore_patterns("total.json*")
+    )
     total = example / "total.json"
+    assert not total.exists()
     proc = start(example / variant, tmp_path / "state")
 
     def done() -> bool:
@@ -69,9 +73,9 @@ def test_global_count_counts_every_number_once(tmp_path: Path, variant: str) -> 
 
 
 def test_wordcount_sqlite_is_exactly_once_across_a_killed_host(tmp_path: Path) -> None:
-    example = tmp_path / "wordcount-sqlite"
-    shutil.copytree(EXAMPLES / "wordcount-sqlite", example)
+    example = wordcount_copy(tmp_path, "wordcount-sqlite")  # without a counts.db of an earlier run
     db, state = example / "counts.db", tmp_path / "state"
+    assert not db.exists()
     expected = expected_counts(example)
     total = sum(expected.values())
     # the first run's committer dies before writing txid 3, on every attempt: the run cannot get
